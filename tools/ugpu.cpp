@@ -1,0 +1,94 @@
+// The ugpu command-line program.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "ir/symbolic.h"
+#include "ir/text.h"
+#include "ir/verify.h"
+#include "tools/demo.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ugpu <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  demo [--device D]      run what ugpu can do today, end to end, with every result checked\n"
+    "  simplify FILE|-        read a UOp graph in the text form, verify it, print it simplified\n"
+    "  print FILE|-           read a UOp graph and print it back in canonical form\n"
+    "  help                   this text\n"
+    "\n"
+    "The device can also be chosen with UGPU_DEVICE. The text form is described in docs/ir.md.\n";
+
+std::string read_input(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path);
+  if (!in) throw ugpu::Error("cannot open '" + path + "': " + std::strerror(errno));
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int graph_command(const std::string& cmd, const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    std::fprintf(stderr, "ugpu %s: expected one FILE (or - for standard input)\n", cmd.c_str());
+    return 2;
+  }
+  std::string text = read_input(args[0]);
+  ugpu::ir::UOp u;
+  try {
+    u = ugpu::ir::parse(text);
+  } catch (const ugpu::ir::ParseError& e) {
+    std::fprintf(stderr, "%s:%d:%d: %s\n", args[0].c_str(), e.line, e.col, e.what());
+    return 1;
+  }
+  ugpu::ir::verify_or_throw(u);
+  if (cmd == "simplify") {
+    u = ugpu::ir::simplify(u);
+    ugpu::ir::verify_or_throw(u);
+  }
+  std::fputs(ugpu::ir::print(u).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    if (cmd == "demo") {
+      std::string device;
+      if (const char* env = std::getenv("UGPU_DEVICE")) device = env;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--device" && i + 1 < args.size()) device = args[++i];
+        else if (args[i].rfind("--device=", 0) == 0) device = args[i].substr(9);
+        else {
+          std::fprintf(stderr, "ugpu demo: unknown option '%s'\n%s", args[i].c_str(), kUsage);
+          return 2;
+        }
+      }
+      return ugpu::tools::demo(device);
+    }
+    if (cmd == "simplify" || cmd == "print") return graph_command(cmd, args);
+    std::fprintf(stderr, "ugpu: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+    return 2;
+  } catch (const ugpu::Error& e) {
+    std::fprintf(stderr, "ugpu %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}
