@@ -3,8 +3,8 @@
 // For x // d and x % d with d > 0, write x = d*Q + R. Then x // d = Q + R // d and x % d = R % d,
 // exactly. With R keeping each coefficient's remainder, R // d folds to a constant when R's bounds
 // lie in one period of d (trying the non-negative and the nearest remainders per term). Otherwise
-// only multiples of d move into Q (so nothing grows), and a common factor g of d and R's
-// coefficients divides out: R = g*A + k with 0 <= k < g gives R // d = A // (d/g) and
+// only multiples of d move into Q (so nothing grows), and a factor g of d divides out when the
+// part of R that g does not divide stays in [0, g): R = g*A + k gives R // d = A // (d/g) and
 // R % d = g*(A % (d/g)) + k.
 #include <algorithm>
 #include <limits>
@@ -88,17 +88,25 @@ UOp fold_const_divisor(const UOp& u, const UOp& x, int64_t d) {
   }
   if (l.constant % d == 0) tq.constant = l.constant / d;
   else tr.constant = l.constant;
-  // A common factor of d and the remaining coefficients divides out: R = g*A + k, 0 <= k < g.
-  int64_t g = d;
-  for (const auto& [t, c] : tr.terms) g = std::gcd(g, c);
-  if (g > 1 && !tr.terms.empty()) {
-    Linear a;
-    for (const auto& [t, c] : tr.terms) a.terms.push_back({t, c / g});
-    a.constant = floor_div(tr.constant, g);
-    int64_t k = floor_mod(tr.constant, g);
+  // A factor g of d: R = g*A + k where k (the terms g does not divide, and the constant) stays in
+  // [0, g). Then R // d = A // (d/g) and R % d = g*(A % (d/g)) + k.
+  std::vector<int64_t> factors;
+  for (const auto& [t, c] : tr.terms)
+    if (int64_t g = std::gcd(d, c); g > 1 && std::find(factors.begin(), factors.end(), g) == factors.end()) factors.push_back(g);
+  std::sort(factors.rbegin(), factors.rend());
+  for (int64_t g : factors) {
+    Linear a, k;
+    for (const auto& [t, c] : tr.terms) (c % g == 0 ? a.terms.emplace_back(t, c / g) : k.terms.emplace_back(t, c));
+    k.constant = tr.constant;
+    UOp kn = from_linear(k, dtypes::index);
+    int64_t p = floor_div(kn.vmin(), g);
+    if (p != floor_div(kn.vmax(), g)) continue;
+    a.constant = p;
+    if (p) kn = from_linear(Linear{k.terms, k.constant - p * g}, dtypes::index);
     UOp an = from_linear(a, dtypes::index);
     UOp inner_mod = an % idx(d / g);
-    return combine(want_div, tq, an.floordiv(idx(d / g)), k ? inner_mod * idx(g) + idx(k) : inner_mod * idx(g));
+    UOp mod = kn.is_int_const(0) ? inner_mod * idx(g) : inner_mod * idx(g) + kn;
+    return combine(want_div, tq, an.floordiv(idx(d / g)), mod);
   }
   if (!tq.terms.empty() || tq.constant != 0) {
     UOp rn = from_linear(tr, dtypes::index);

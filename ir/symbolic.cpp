@@ -172,6 +172,45 @@ UOp uop_given_valid(const UOp& valid, const UOp& x) {
     if (it == facts.end()) facts.push_back(*f);
     else it->lo = std::max(it->lo, f->lo), it->hi = std::min(it->hi, f->hi);
   }
+  // A bound on a sum bounds each of its terms too, given the others' bounds.
+  auto add_fact = [&](const UOp& e, int64_t lo, int64_t hi) {
+    auto it = std::find_if(facts.begin(), facts.end(), [&](const Fact& g) { return g.expr == e; });
+    if (it == facts.end()) facts.push_back({e, lo, hi});
+    else it->lo = std::max(it->lo, lo), it->hi = std::min(it->hi, hi);
+  };
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kBig = int64_t{1} << 50;  // beyond this, bounds are not worth the overflow risk
+  for (size_t fi = 0, n = facts.size(); fi < n; ++fi) {
+    Fact f = facts[fi];
+    if (!f.expr.dtype().is_index()) continue;
+    Linear l = linear_form(f.expr);
+    if (l.terms.size() < 2 && (l.terms.empty() || (l.terms[0].second == 1 && l.constant == 0))) continue;
+    for (size_t j = 0; j < l.terms.size(); ++j) {
+      int64_t rest_lo = l.constant, rest_hi = l.constant;
+      bool ok = true;
+      for (size_t i = 0; i < l.terms.size() && ok; ++i) {
+        if (i == j) continue;
+        const auto& [t, c] = l.terms[i];
+        if (std::abs(c) > kBig || std::abs(t.vmin()) > kBig || std::abs(t.vmax()) > kBig) ok = false;
+        else rest_lo += std::min(c * t.vmin(), c * t.vmax()), rest_hi += std::max(c * t.vmin(), c * t.vmax());
+      }
+      const auto& [t, c] = l.terms[j];
+      if (!ok || std::abs(c) > kBig || std::abs(rest_lo) > kBig || std::abs(rest_hi) > kBig) continue;
+      // c*t in [f.lo - rest_hi, f.hi - rest_lo]
+      int64_t lo = f.lo > -kBig ? f.lo - rest_hi : kMin, hi = f.hi < kBig ? f.hi - rest_lo : kMax;
+      auto fdiv = [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); };
+      auto cdiv = [&](int64_t a, int64_t b) { return -fdiv(-a, b); };
+      int64_t tlo = kMin, thi = kMax;
+      if (c > 0) {
+        if (lo != kMin) tlo = cdiv(lo, c);
+        if (hi != kMax) thi = fdiv(hi, c);
+      } else {
+        if (hi != kMax) tlo = cdiv(hi, c);
+        if (lo != kMin) thi = fdiv(lo, c);
+      }
+      if (tlo > t.vmin() || thi < t.vmax()) add_fact(t, tlo, thi);
+    }
+  }
   UOp out = x;
   for (const Fact& f : facts) {
     int64_t lo = std::max(f.lo, f.expr.vmin()), hi = std::min(f.hi, f.expr.vmax());
@@ -350,10 +389,34 @@ UOp canonical_operands(M m) {
   return swap ? UOp::make(u.op(), u.dtype(), {b, a}, u.arg()) : UOp();
 }
 
+// x // c * (k*c) + x % c * k  ==  x * k: recombine a division and modulo split (floor semantics).
+bool recombine_divmod(Linear& l) {
+  for (size_t i = 0; i < l.terms.size(); ++i) {
+    const auto& [div, kd] = l.terms[i];
+    if (div.op() != Op::FLOORDIV || !div.src(1).is_const()) continue;
+    int64_t c = div.src(1).const_int();
+    for (size_t j = 0; j < l.terms.size(); ++j) {
+      const auto& [mod, km] = l.terms[j];
+      if (mod.op() != Op::FLOORMOD || !(mod.src(0) == div.src(0)) || !(mod.src(1) == div.src(1)) || km * c != kd) continue;
+      UOp x = div.src(0);
+      int64_t k = km;
+      l.terms.erase(l.terms.begin() + static_cast<std::ptrdiff_t>(std::max(i, j)));
+      l.terms.erase(l.terms.begin() + static_cast<std::ptrdiff_t>(std::min(i, j)));
+      Linear inner = linear_form(x);
+      for (auto& [t, ct] : inner.terms) l.terms.push_back({t, ct * k});
+      l.constant += inner.constant * k;
+      return true;
+    }
+  }
+  return false;
+}
+
 UOp linear_canonical(M m) {
   const UOp& u = m.node();
   if (!u.dtype().is_int() || !u.dtype().is_scalar() || !is_linear_op(u)) return {};
-  return from_linear(linear_form(u), u.dtype());
+  Linear l = linear_form(u);
+  if (u.dtype().is_index() && recombine_divmod(l)) return from_linear(l, u.dtype());  // rewritten again
+  return from_linear(l, u.dtype());
 }
 
 UOp fold_by_bounds(M m) {
