@@ -66,44 +66,45 @@ bool is_linear_op(const UOp& u) {
   }
 }
 
-void collect(const UOp& root, int64_t scale, DType dt, Linear& out) {
-  std::vector<std::pair<UOp, int64_t>> work{{root, scale}};
+void collect(const UOp& root, int64_t scale, Linear& out) {
+  // Raw pointers while walking: every node here is kept alive by root.
+  std::vector<std::pair<const UOp*, int64_t>> work{{&root, scale}};
   while (!work.empty()) {
     auto [u, s] = work.back();
     work.pop_back();
-    if (u.is_const()) {
-      out.constant = wadd(out.constant, wmul(s, u.const_int()));
+    if (u->is_const()) {
+      out.constant = wadd(out.constant, wmul(s, u->const_int()));
       continue;
     }
-    if (!is_linear_op(u)) {
-      out.terms.push_back({u, s});
+    if (!is_linear_op(*u)) {
+      out.terms.emplace_back(*u, s);
       continue;
     }
-    switch (u.op()) {
-      case Op::ADD: work.push_back({u.src(0), s}), work.push_back({u.src(1), s}); break;
-      case Op::SUB: work.push_back({u.src(0), s}), work.push_back({u.src(1), wmul(s, -1)}); break;
-      case Op::NEG: work.push_back({u.src(0), wmul(s, -1)}); break;
-      case Op::SHL: work.push_back({u.src(0), wmul(s, int64_t{1} << u.src(1).const_int())}); break;
+    switch (u->op()) {
+      case Op::ADD: work.push_back({&u->src(0), s}), work.push_back({&u->src(1), s}); break;
+      case Op::SUB: work.push_back({&u->src(0), s}), work.push_back({&u->src(1), wmul(s, -1)}); break;
+      case Op::NEG: work.push_back({&u->src(0), wmul(s, -1)}); break;
+      case Op::SHL: work.push_back({&u->src(0), wmul(s, int64_t{1} << u->src(1).const_int())}); break;
       default: {  // MUL by a constant
-        bool c0 = u.src(0).is_const();
-        work.push_back({u.src(c0 ? 1 : 0), wmul(s, u.src(c0 ? 0 : 1).const_int())});
+        bool c0 = u->src(0).is_const();
+        work.push_back({&u->src(c0 ? 1 : 0), wmul(s, u->src(c0 ? 0 : 1).const_int())});
       }
     }
   }
-  (void)dt;
 }
 
 }  // namespace
 
 Linear linear_form(const UOp& u) {
   Linear l;
-  collect(u, 1, u.dtype(), l);
+  collect(u, 1, l);
   std::sort(l.terms.begin(), l.terms.end(), [](const auto& a, const auto& b) { return canonical_less(a.first, b.first); });
   Linear merged;
   merged.constant = wrap_int(l.constant, u.dtype());
+  merged.terms.reserve(l.terms.size());
   for (auto& [t, c] : l.terms) {
     if (!merged.terms.empty() && merged.terms.back().first == t) merged.terms.back().second = wadd(merged.terms.back().second, c);
-    else merged.terms.push_back({t, c});
+    else merged.terms.emplace_back(std::move(t), c);
   }
   for (auto& tc : merged.terms) tc.second = wrap_int(tc.second, u.dtype());
   std::erase_if(merged.terms, [](const auto& tc) { return tc.second == 0; });
@@ -411,12 +412,32 @@ bool recombine_divmod(Linear& l) {
   return false;
 }
 
+// Whether u is already exactly what from_linear(l) builds — checked without building anything,
+// since most sums the rewriter visits are already canonical.
+bool is_built_from(const UOp& u, const Linear& l) {
+  const UOp* cur = &u;
+  auto term_is = [](const UOp& n, const UOp& t, int64_t c) {
+    if (c == 1) return n == t;
+    return n.op() == Op::MUL && n.src(0) == t && n.src(1).is_int_const(c) && n.src(1).dtype() == n.dtype();
+  };
+  if (l.terms.empty()) return cur->is_int_const(l.constant);
+  if (l.constant != 0) {
+    if (cur->op() != Op::ADD || !cur->src(1).is_int_const(l.constant)) return false;
+    cur = &cur->src(0);
+  }
+  for (size_t i = l.terms.size(); i-- > 1;) {
+    if (cur->op() != Op::ADD || !term_is(cur->src(1), l.terms[i].first, l.terms[i].second)) return false;
+    cur = &cur->src(0);
+  }
+  return term_is(*cur, l.terms[0].first, l.terms[0].second);
+}
+
 UOp linear_canonical(M m) {
   const UOp& u = m.node();
   if (!u.dtype().is_int() || !u.dtype().is_scalar() || !is_linear_op(u)) return {};
   Linear l = linear_form(u);
   if (u.dtype().is_index() && recombine_divmod(l)) return from_linear(l, u.dtype());  // rewritten again
-  return from_linear(l, u.dtype());
+  return is_built_from(u, l) ? UOp() : from_linear(l, u.dtype());
 }
 
 UOp fold_by_bounds(M m) {
@@ -470,6 +491,8 @@ UOp where_given_cond(M m) {
   const UOp& u = m.node();
   const UOp& v = u.src(1);
   if (!v.dtype().is_int() || v.is_const() || v.op() == Op::INVALID) return {};
+  std::vector<UOp> clauses = split_and(u.src(0));
+  if (std::none_of(clauses.begin(), clauses.end(), [](const UOp& c) { return clause_fact(c).has_value(); })) return {};
   UOp valid = simplify_valid(u.src(0));
   UOp nv = uop_given_valid(valid, v);
   if (valid == u.src(0) && nv == v) return {};

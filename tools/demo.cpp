@@ -65,7 +65,7 @@ int demo(const std::string& device) {
   if (!device.empty()) {
     std::fprintf(stderr,
                  "ugpu demo: --device %s: no device runtime is built yet. This build has the compiler's IR\n"
-                 "(parse, simplify, verify); the demo below runs on the host only and touches no GPU.\n",
+                 "(parse, simplify, verify) only; run 'ugpu demo' without a device to see it, on the host.\n",
                  device.c_str());
     return 2;
   }

@@ -48,7 +48,7 @@ int graph_command(const std::string& cmd, const std::vector<std::string>& args) 
   try {
     u = ugpu::ir::parse(text);
   } catch (const ugpu::ir::ParseError& e) {
-    std::fprintf(stderr, "%s:%d:%d: %s\n", args[0].c_str(), e.line, e.col, e.what());
+    std::fprintf(stderr, "%s:%d:%d: %s\n", args[0].c_str(), e.line, e.col, e.detail.c_str());
     return 1;
   }
   ugpu::ir::verify_or_throw(u);
