@@ -432,9 +432,38 @@ bool is_built_from(const UOp& u, const Linear& l) {
   return term_is(*cur, l.terms[0].first, l.terms[0].second);
 }
 
+// One summand of a canonical sum: a non-linear term t, or t * c with c a constant other than 0, 1.
+const UOp* summand_term(const UOp& u) {
+  if (u.is_const()) return nullptr;
+  if (!is_linear_op(u)) return &u;
+  if (u.op() == Op::MUL && u.src(1).is_const() && !u.src(0).is_const() && !is_linear_op(u.src(0)) &&
+      !u.src(1).is_int_const(0) && !u.src(1).is_int_const(1))
+    return &u.src(0);
+  return nullptr;
+}
+
+// The common case without building a linear form: the rewriter visits sources first, so in
+// ADD(a, b) `a` is already canonical, and the sum is too when b is one summand whose term sorts
+// after a's last one (so it cannot repeat an earlier term either).
+bool cheaply_canonical(const UOp& u) {
+  if (u.op() == Op::MUL) return summand_term(u) != nullptr;
+  if (u.op() != Op::ADD) return false;
+  const UOp &a = u.src(0), &b = u.src(1);
+  const UOp* last = a.op() == Op::ADD ? summand_term(a.src(1)) : summand_term(a);
+  if (!last) return false;  // a ends in a constant, or is not a plain summand
+  if (b.is_const()) return !b.is_int_const(0);
+  const UOp* tb = summand_term(b);
+  return tb && canonical_less(*last, *tb);
+}
+
 UOp linear_canonical(M m) {
   const UOp& u = m.node();
   if (!u.dtype().is_int() || !u.dtype().is_scalar() || !is_linear_op(u)) return {};
+  // (a new FLOORDIV/FLOORMOD summand may pair with one in a: that needs the full form)
+  if (cheaply_canonical(u)) {
+    const UOp* tb = u.op() == Op::ADD ? summand_term(u.src(1)) : nullptr;
+    if (!tb || (tb->op() != Op::FLOORDIV && tb->op() != Op::FLOORMOD)) return {};
+  }
   Linear l = linear_form(u);
   if (u.dtype().is_index() && recombine_divmod(l)) return from_linear(l, u.dtype());  // rewritten again
   return is_built_from(u, l) ? UOp() : from_linear(l, u.dtype());
