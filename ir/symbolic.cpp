@@ -280,7 +280,7 @@ bool lossless(DType from, DType to) {
     };
     auto [fe, fm] = rank(from);
     auto [te, tm] = rank(to);
-    return te >= fe && tm >= fm && !(from.scalar == ScalarType::FP8E4M3 && te == 4);
+    return te >= fe && tm >= fm;
   }
   if (to.is_index()) return true;
   if (from.is_index()) return false;
