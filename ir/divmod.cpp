@@ -10,25 +10,18 @@
 #include <limits>
 #include <numeric>
 
+#include "ir/intmath.h"
 #include "ir/symbolic.h"
 
 namespace ugpu::ir {
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
 UOp idx(int64_t v) { return UOp::const_int(dtypes::index, v); }
 
-// The result of x // d (want_div) or x % d from a split x = d*q + r.
+// x // d (want_div) or x % d, from the split x = d*q + r: q + r // d, or r % d.
 UOp combine(bool want_div, const Linear& q, const UOp& r_div, const UOp& r_mod) {
-  if (!want_div) return r_mod;
-  Linear sum = q;
-  UOp qn = from_linear(sum, dtypes::index);
-  return qn + r_div;
+  return want_div ? from_linear(q, dtypes::index) + r_div : r_mod;
 }
 
 UOp fold_const_divisor(const UOp& u, const UOp& x, int64_t d) {

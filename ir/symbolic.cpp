@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "ir/alu.h"
+#include "ir/intmath.h"
 #include "ir/rewrite.h"
 
 namespace ugpu::ir {
@@ -166,19 +167,14 @@ std::atomic<uint64_t> g_fake_id{0};
 UOp uop_given_valid(const UOp& valid, const UOp& x) {
   // Tighten each constrained expression's bounds, as a fresh variable standing in for it.
   std::vector<Fact> facts;
-  for (const UOp& c : split_and(valid)) {
-    auto f = clause_fact(c);
-    if (!f) continue;
-    auto it = std::find_if(facts.begin(), facts.end(), [&](const Fact& g) { return g.expr == f->expr; });
-    if (it == facts.end()) facts.push_back(*f);
-    else it->lo = std::max(it->lo, f->lo), it->hi = std::min(it->hi, f->hi);
-  }
-  // A bound on a sum bounds each of its terms too, given the others' bounds.
   auto add_fact = [&](const UOp& e, int64_t lo, int64_t hi) {
     auto it = std::find_if(facts.begin(), facts.end(), [&](const Fact& g) { return g.expr == e; });
     if (it == facts.end()) facts.push_back({e, lo, hi});
     else it->lo = std::max(it->lo, lo), it->hi = std::min(it->hi, hi);
   };
+  for (const UOp& c : split_and(valid))
+    if (auto f = clause_fact(c)) add_fact(f->expr, f->lo, f->hi);
+  // A bound on a sum bounds each of its terms too, given the others' bounds.
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
   constexpr int64_t kBig = int64_t{1} << 50;  // beyond this, bounds are not worth the overflow risk
   for (size_t fi = 0, n = facts.size(); fi < n; ++fi) {
@@ -199,15 +195,13 @@ UOp uop_given_valid(const UOp& valid, const UOp& x) {
       if (!ok || std::abs(c) > kBig || std::abs(rest_lo) > kBig || std::abs(rest_hi) > kBig) continue;
       // c*t in [f.lo - rest_hi, f.hi - rest_lo]
       int64_t lo = f.lo > -kBig ? f.lo - rest_hi : kMin, hi = f.hi < kBig ? f.hi - rest_lo : kMax;
-      auto fdiv = [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); };
-      auto cdiv = [&](int64_t a, int64_t b) { return -fdiv(-a, b); };
       int64_t tlo = kMin, thi = kMax;
       if (c > 0) {
-        if (lo != kMin) tlo = cdiv(lo, c);
-        if (hi != kMax) thi = fdiv(hi, c);
+        if (lo != kMin) tlo = ceil_div(lo, c);
+        if (hi != kMax) thi = floor_div(hi, c);
       } else {
-        if (hi != kMax) tlo = cdiv(hi, c);
-        if (lo != kMin) thi = fdiv(lo, c);
+        if (hi != kMax) tlo = ceil_div(hi, c);
+        if (lo != kMin) thi = floor_div(lo, c);
       }
       if (tlo > t.vmin() || thi < t.vmax()) add_fact(t, tlo, thi);
     }
@@ -492,7 +486,6 @@ UOp fold_cmplt(M m) {
   const UOp &a = u.src(0), &b = u.src(1);
   if (!a.dtype().is_index() || a.is_const() == b.is_const()) return {};
   auto idx = [](int64_t v) { return UOp::const_int(dtypes::index, v); };
-  auto floor_div = [](int64_t x, int64_t y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0); };
   bool const_right = b.is_const();
   const UOp& e = const_right ? a : b;
   int64_t k = const_right ? b.const_int() : a.const_int();
@@ -512,7 +505,7 @@ UOp fold_cmplt(M m) {
   UOp sum = from_linear(s, dtypes::index);
   int64_t rhs = k - l.constant;  // e < k  <=>  g*S < rhs;   k < e  <=>  rhs < g*S
   if (negate) const_right = !const_right, rhs = -rhs;  // -g*S < rhs  <=>  -rhs < g*S
-  if (const_right) return sum.lt(idx(-floor_div(-rhs, g)));  // S < ceil(rhs / g)
+  if (const_right) return sum.lt(idx(ceil_div(rhs, g)));  // S < ceil(rhs / g)
   return idx(floor_div(rhs, g)).lt(sum);                     // floor(rhs / g) < S
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "ir/intmath.h"
 #include "ir/sha256.h"
 
 namespace ugpu::ir {
@@ -379,11 +380,7 @@ namespace {
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
 using i128 = __int128;
 int64_t sat(i128 v) { return v < kMin ? kMin : v > kMax ? kMax : static_cast<int64_t>(v); }
-int64_t floordiv(int64_t a, int64_t b) {
-  if (b == -1) return sat(-static_cast<i128>(a));
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
+int64_t floordiv(int64_t a, int64_t b) { return b == -1 ? sat(-static_cast<i128>(a)) : floor_div(a, b); }
 
 struct Bounds {
   int64_t lo, hi;
@@ -399,10 +396,6 @@ Bounds corners(Bounds a, Bounds b, i128 (*f)(i128, i128)) {
   return {sat(*std::min_element(v, v + 4)), sat(*std::max_element(v, v + 4))};
 }
 
-i128 fdiv128(i128 a, i128 b) {
-  i128 q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 
 uint64_t bit_ceil_mask(int64_t v) { return v <= 0 ? 0 : (std::bit_ceil(static_cast<uint64_t>(v) + 1) - 1); }
 
@@ -432,7 +425,7 @@ Bounds compute_bounds(const Node* n) {
     case Op::FLOORDIV: case Op::CDIV: {
       Bounds d = b(1);
       if (d.lo <= 0 && d.hi >= 0) break;
-      if (n->op == Op::FLOORDIV) return corners(b(0), d, fdiv128);
+      if (n->op == Op::FLOORDIV) return corners(b(0), d, floor_div<i128>);
       return corners(b(0), d, [](i128 x, i128 y) { return x / y; });
     }
     case Op::FLOORMOD: {

@@ -87,6 +87,22 @@ TEST_CASE("graph_rewrite: a rewrite loop is an error that shows the cycle") {
   CHECK_THROWS_AS(graph_rewrite(x, self), RewriteLoop);
 }
 
+TEST_CASE("graph_rewrite: bottom-up rules that come back are a loop too") {
+  UOp x = var("x");
+  PatternMatcher flip("flip", {
+                                  Rule(UPat::cnst(1), [](const Match&) { return c(2); }, "one-to-two"),
+                                  Rule(UPat::cnst(2), [](const Match&) { return c(1); }, "two-to-one"),
+                              });
+  try {
+    graph_rewrite_bottom_up(x + 1, flip);
+    FAIL("expected RewriteLoop");
+  } catch (const RewriteLoop& e) {
+    std::string msg = e.what();
+    CHECK(msg.find("bottom-up rules come back") != std::string::npos);
+    CHECK(msg.find("two-to-one") != std::string::npos);
+  }
+}
+
 TEST_CASE("graph_rewrite: a rewrite that never settles stops with an error") {
   UOp x = var("x");
   PatternMatcher grow("grow", {Rule(UPat(Op::CONST).named("k"), [](const Match& m) { return c(m["k"].const_int() + 1); }, "grow")});
