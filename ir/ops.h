@@ -19,7 +19,7 @@ enum class ArgKind : uint8_t {
   Range,       // RANGE: axis id and AxisType
   ReduceOp,    // REDUCE: which binary op reduces
   ReduceAxis,  // REDUCE_AXIS: op and axes
-  Ints,        // shapes, permutations, flip axes, GEP lanes
+  Ints,        // shapes, permutations, flip axes, GEP lanes; DEFINE_LOCAL/REG: (id, element count)
   Pairs,       // PAD (before, after), SHRINK (begin, end) per axis
 };
 
@@ -31,8 +31,8 @@ enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
   X(CONST, Define, 0, Value)                                   \
   X(INVALID, Define, 0, None)                                  \
   X(DEFINE_GLOBAL, Define, 0, Int)                             \
-  X(DEFINE_LOCAL, Define, 0, Int)                              \
-  X(DEFINE_REG, Define, 0, Int)                                \
+  X(DEFINE_LOCAL, Define, 0, Ints)                             \
+  X(DEFINE_REG, Define, 0, Ints)                               \
   X(DEFINE_VAR, Define, 0, Var)                                \
   X(SPECIAL, Define, 0, String)                                \
   X(RANGE, Control, 0, Range)                                  \

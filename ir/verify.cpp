@@ -49,8 +49,10 @@ std::string check_const(const UOp& u) {
 
 std::string check_define(const UOp& u) {
   AddrSpace want = u.op() == Op::DEFINE_GLOBAL ? AddrSpace::Global : u.op() == Op::DEFINE_LOCAL ? AddrSpace::Local : AddrSpace::Reg;
-  return first({nsrc(u, 0, 0), need(u.dtype().addrspace == want, "dtype must be a pointer in its address space, is " + u.dtype().name()),
-                need(u.arg_as<int64_t>() >= 0, "slot must be >= 0")});
+  std::string e = first({nsrc(u, 0, 0), need(u.dtype().addrspace == want, "dtype must be a pointer in its address space, is " + u.dtype().name())});
+  if (!e.empty() || u.op() == Op::DEFINE_GLOBAL) return first({e, need(u.arg_as<int64_t>() >= 0, "slot must be >= 0")});
+  const Ints& a = u.arg_as<Ints>();  // (id, element count)
+  return need(a.size() == 2 && a[0] >= 0 && a[1] >= 1, "arg must be (id, element count) with id >= 0 and count >= 1");
 }
 
 std::string check_var(const UOp& u) {
@@ -112,19 +114,20 @@ std::string check_index(const UOp& u) {
   return need(u.dtype().is_ptr() && u.dtype().scalar == u.src(0).dtype().scalar, "INDEX yields a pointer of its buffer's type");
 }
 
+// A masked access carries its gate in the INDEX (last source, bool); a gated LOAD may give the value
+// to use where the gate is false (default 0).
 std::string check_load(const UOp& u) {
-  if (auto e = nsrc(u, 1, 3); !e.empty()) return e;
+  if (auto e = nsrc(u, 1, 2); !e.empty()) return e;
   if (!u.src(0).dtype().is_ptr()) return "LOAD's first source must be a pointer";
   if (u.dtype() != u.src(0).dtype().base()) return "LOAD yields " + u.src(0).dtype().base().name();
-  if (u.src().size() == 3) return first({need(u.src(1).dtype() == u.dtype(), "alt value has another dtype"), need(u.src(2).dtype().is_bool(), "gate must be bool")});
-  return "";
+  return need(u.src().size() == 1 || u.src(1).dtype() == u.dtype(), "alt value has another dtype");
 }
 
 std::string check_store(const UOp& u) {
-  if (auto e = nsrc(u, 2, 3); !e.empty()) return e;
+  if (auto e = nsrc(u, 2, 2); !e.empty()) return e;
   if (!u.src(0).dtype().is_ptr()) return "STORE's first source must be a pointer";
   return first({need(u.src(1).dtype() == u.src(0).dtype().base(), "stored value is " + u.src(1).dtype().name() + ", buffer holds " + u.src(0).dtype().base().name()),
-                need(u.src().size() < 3 || u.src(2).dtype().is_bool(), "gate must be bool"), check_void(u)});
+                check_void(u)});
 }
 
 bool reduce_op(Op o) { return o == Op::ADD || o == Op::MUL || o == Op::MAX; }
@@ -133,7 +136,7 @@ std::string check_reduce(const UOp& u) {
   if (auto e = nsrc(u, 1, kMany); !e.empty()) return e;
   for (size_t i = 1; i < u.src().size(); ++i)
     if (u.src(i).op() != Op::RANGE) return "reduced axes must be RANGEs";
-  return first({need(reduce_op(u.arg_as<Op>()), "reduces with ADD, MUL or MAX"), same_dtype(u, 0).empty() ? "" : "REDUCE has its value's dtype"});
+  return first({need(reduce_op(u.arg_as<Op>()), "reduces with ADD, MUL or MAX"), need(u.src(0).dtype() == u.dtype(), "REDUCE has its value's dtype")});
 }
 
 std::string check_reduce_axis(const UOp& u) {

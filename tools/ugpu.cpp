@@ -11,6 +11,7 @@
 #include "ir/symbolic.h"
 #include "ir/text.h"
 #include "ir/verify.h"
+#include "tools/compile.h"
 #include "tools/demo.h"
 
 namespace {
@@ -22,6 +23,9 @@ constexpr const char* kUsage =
     "  demo [--device D]      run what ugpu can do today, end to end, with every result checked\n"
     "  simplify FILE|-        read a UOp graph in the text form, verify it, print it simplified\n"
     "  print FILE|-           read a UOp graph and print it back in canonical form\n"
+    "  compile FILE|--kernel NAME [--target T] [--emit uops|llvm|asm|obj|info] [-o FILE]\n"
+    "                         compile a kernel for x86, AMDGPU (gfx1100 ...) or NVIDIA (sm_90 ...);\n"
+    "                         `ugpu compile --help` for the options\n"
     "  help                   this text\n"
     "\n"
     "The device can also be chosen with UGPU_DEVICE. The text form is described in docs/ir.md.\n";
@@ -85,6 +89,7 @@ int main(int argc, char** argv) {
       return ugpu::tools::demo(device);
     }
     if (cmd == "simplify" || cmd == "print") return graph_command(cmd, args);
+    if (cmd == "compile") return ugpu::tools::compile_command(args);
     std::fprintf(stderr, "ugpu: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const ugpu::Error& e) {

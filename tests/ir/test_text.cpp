@@ -45,7 +45,7 @@ TEST_CASE("text: round trip of every arg kind and constant") {
     for (DType t : {dt::int8, dt::int32, dt::int64, dt::uint8, dt::uint32, dt::uint64, dt::index, dt::bool_})
       round_trips(UOp::const_int(t, v));
   UOp g = UOp::make(Op::DEFINE_GLOBAL, dt::float32.ptr(), {}, int64_t{0});
-  UOp l = UOp::make(Op::DEFINE_LOCAL, dt::half.vec(4).ptr(AddrSpace::Local), {}, int64_t{1});
+  UOp l = UOp::make(Op::DEFINE_LOCAL, dt::half.vec(4).ptr(AddrSpace::Local), {}, Ints{1, 64});
   UOp idx = UOp::make(Op::INDEX, g.dtype(), {g, r});
   UOp ld = UOp::make(Op::LOAD, dt::float32, {idx});
   UOp st = UOp::make(Op::STORE, dt::void_, {idx, ld * 2.0});

@@ -1,0 +1,127 @@
+#include "codegen/cache.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "ir/sha256.h"
+
+namespace ugpu::codegen {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kMagic[8] = {'U', 'G', 'P', 'U', 'C', 'C', '0', '1'};
+
+void put_u64(std::string& s, uint64_t v) {
+  for (int i = 0; i < 8; ++i) s += static_cast<char>(v >> (8 * i));
+}
+bool get_u64(const std::string& s, size_t& at, uint64_t& v) {
+  if (s.size() - at < 8 || at > s.size()) return false;
+  v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(s[at + i])} << (8 * i);
+  at += 8;
+  return true;
+}
+std::string digest(const std::string& s) {
+  ir::Sha256 h;
+  h.update(s);
+  auto d = h.finish();
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+void warn_once(const std::string& msg) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) std::cerr << "ugpu: warning: " << msg << " (continuing without the disk cache)\n";
+}
+
+}  // namespace
+
+std::string encode_cache_entry(const CacheEntry& e) {
+  std::string s(kMagic, sizeof kMagic);
+  put_u64(s, e.size());
+  for (const auto& [k, v] : e) {
+    put_u64(s, k.size());
+    s += k;
+    put_u64(s, v.size());
+    s += v;
+  }
+  return s + digest(s);
+}
+
+std::optional<CacheEntry> decode_cache_entry(const std::string& b) {
+  if (b.size() < sizeof kMagic + 8 + 32 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  std::string body = b.substr(0, b.size() - 32);
+  if (digest(body) != b.substr(b.size() - 32)) return std::nullopt;
+  size_t at = sizeof kMagic;
+  uint64_t n;
+  if (!get_u64(body, at, n)) return std::nullopt;
+  CacheEntry e;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t kl, vl;
+    if (!get_u64(body, at, kl) || body.size() - at < kl) return std::nullopt;
+    std::string k = body.substr(at, kl);
+    at += kl;
+    if (!get_u64(body, at, vl) || body.size() - at < vl) return std::nullopt;
+    e[k] = body.substr(at, vl);
+    at += vl;
+  }
+  if (at != body.size()) return std::nullopt;
+  return e;
+}
+
+DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)) {}
+
+DiskCache& DiskCache::global() {
+  static DiskCache c([] {
+    const char* off = std::getenv("UGPU_CACHE");
+    if (off && std::string(off) == "0") return std::string();
+    if (const char* d = std::getenv("UGPU_CACHE_DIR"); d && *d) return std::string(d);
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/ugpu";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ugpu";
+    return std::string();
+  }());
+  return c;
+}
+
+std::string DiskCache::path(const std::string& key) const { return dir_ + "/" + key.substr(0, 2) + "/" + key + ".bin"; }
+
+std::optional<CacheEntry> DiskCache::get(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  std::ifstream f(path(key), std::ios::binary);
+  if (!f) return std::nullopt;
+  std::ostringstream s;
+  s << f.rdbuf();
+  return decode_cache_entry(s.str());
+}
+
+void DiskCache::put(const std::string& key, const CacheEntry& entry) const {
+  if (!enabled()) return;
+  fs::path p = path(key);
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  if (ec) return warn_once("cannot create the cache directory " + p.parent_path().string() + ": " + ec.message());
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  fs::path tmp = p.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rng());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << encode_cache_entry(entry);
+    if (!f) {
+      fs::remove(tmp, ec);
+      return warn_once("cannot write the compile cache file " + tmp.string());
+    }
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    warn_once("cannot rename into the compile cache: " + p.string());
+  }
+}
+
+}  // namespace ugpu::codegen

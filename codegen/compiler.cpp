@@ -1,0 +1,111 @@
+#include "codegen/compiler.h"
+
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "codegen/cache.h"
+#include "codegen/llvm.h"
+#include "codegen/llvm_ir.h"
+#include "codegen/ptxas.h"
+#include "common/error.h"
+#include "ir/sha256.h"
+
+namespace ugpu::codegen {
+namespace {
+
+// Bump when the meaning of cached artifacts changes without the IR text changing.
+constexpr const char* kCacheFormat = "ugpu-codegen-1";
+
+std::mutex g_mu;
+std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>> g_memory;
+CacheStats g_stats;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string hex(const std::array<uint8_t, 32>& d) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : d) s += digits[b >> 4], s += digits[b & 15];
+  return s;
+}
+
+}  // namespace
+
+std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& t, const CompileOptions& o) {
+  std::string mkey = kernel.key_hex() + "|" + std::string(t.name) + "|" + o.name + "|" + std::to_string(o.opt_level) + "|" + (o.cubin ? "1" : "0");
+  if (o.cache) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (auto it = g_memory.find(mkey); it != g_memory.end()) {
+      ++g_stats.memory_hits;
+      return it->second;
+    }
+  }
+  auto ck = std::make_shared<CompiledKernel>();
+  ck->target = &t;
+  auto t0 = std::chrono::steady_clock::now();
+  ck->kernel = lower(kernel, t, o.name);
+  ck->lower_ms = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  ck->llvm_ir = render_llvm_ir(ck->kernel, t);
+  ck->render_ms = ms_since(t0);
+
+  std::optional<std::string> ptxas = t.arch == Arch::NVPTX && o.cubin ? find_ptxas() : std::nullopt;
+  ir::Sha256 h;
+  for (const std::string& part : {std::string(kCacheFormat), ck->llvm_ir, std::string(t.name), target_cpu(t), target_features(t),
+                                   llvm_version(), std::to_string(o.opt_level), ptxas ? ptxas_version(*ptxas) : std::string("no-ptxas")}) {
+    h.update(part);
+    h.update(std::string_view("\0", 1));
+  }
+  std::string dkey = hex(h.finish());
+  const DiskCache& disk = DiskCache::global();
+  std::optional<CacheEntry> hit = o.cache ? disk.get(dkey) : std::nullopt;
+  if (hit) {
+    ck->ptx = (*hit)["ptx"];
+    ck->binary.assign((*hit)["binary"].begin(), (*hit)["binary"].end());
+    ck->note = (*hit)["note"];
+    ck->disk_hit = true;
+  } else {
+    t0 = std::chrono::steady_clock::now();
+    LlvmOutput out = compile_llvm_ir(ck->llvm_ir, t, {o.opt_level, false});
+    if (t.arch == Arch::NVPTX) {
+      ck->ptx = std::move(out.assembly);
+      if (ptxas) ck->binary = run_ptxas(*ptxas, ck->ptx, std::string(t.cpu));
+      else if (o.cubin)
+        ck->note = "ptxas not found (set UGPU_PTXAS, put it on PATH, or install the CUDA toolkit in /usr/local/cuda): stopped at PTX";
+    } else {
+      ck->binary = std::move(out.object);
+    }
+    ck->llvm_ms = ms_since(t0);
+    if (o.cache) disk.put(dkey, {{"ptx", ck->ptx}, {"binary", std::string(ck->binary.begin(), ck->binary.end())}, {"note", ck->note}});
+  }
+  if (t.arch == Arch::AMDGPU) {
+    ElfImage img = link_elf(ck->binary, ElfMachine::AMDGPU, 0, "AMDGPU code object");
+    ck->amd = read_amd_kernel(img, ck->kernel.name, t.wave_size == 64);
+  } else if (t.arch == Arch::NVPTX && !ck->binary.empty()) {
+    ck->cubin = read_cubin(ck->binary, ck->kernel.name);
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++(ck->disk_hit ? g_stats.disk_hits : g_stats.compiles);
+  if (o.cache) g_memory[mkey] = ck;
+  return ck;
+}
+
+std::string disassembly(const CompiledKernel& k) {
+  if (k.target->arch == Arch::NVPTX) return k.ptx;
+  return disassemble_object(*k.target, k.binary);
+}
+
+CacheStats cache_stats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_stats;
+}
+
+void clear_memory_cache() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_memory.clear();
+}
+
+}  // namespace ugpu::codegen

@@ -1,0 +1,136 @@
+// Launch geometry. GPU targets run GLOBAL ranges as the grid of workgroups and LOCAL ranges as the
+// work-items of a workgroup; the ids come from SPECIAL nodes (gidx0..2, lidx0..2). The innermost
+// global axis is x (dimension 0). More than three global axes share the last grid dimension, split
+// back with // and %; if a dimension exceeds the target's grid limit, all global axes are flattened
+// into x. With no LOCAL axis, the innermost global axis is cut into workgroups of the largest divisor
+// of its size that fits the target's default workgroup size.
+#include <algorithm>
+#include <unordered_map>
+
+#include "codegen/passes.h"
+#include "common/error.h"
+#include "ir/rewrite.h"
+#include "ir/symbolic.h"
+#include "ir/text.h"
+#include "ir/upat.h"
+
+namespace ugpu::codegen {
+using namespace ir;
+namespace {
+
+AxisType axis_type(const UOp& r) { return r.arg_as<RangeArg>().type; }
+
+struct GlobalAxis {
+  UOp range, size;
+  int64_t split = 1;  // work-items per workgroup cut from this axis
+  UOp lidx;
+};
+
+UOp special(const std::string& name, const UOp& size) { return UOp::make(Op::SPECIAL, dtypes::index, {size}, name); }
+
+// Assigns the axes of one grid dimension (innermost first) their values from the dimension's id.
+void assign(const std::vector<GlobalAxis>& axes, const UOp& id, std::unordered_map<UOp, UOp, UOpHash>& repl) {
+  UOp stride;
+  for (size_t j = 0; j < axes.size(); ++j) {
+    UOp v = stride ? id.floordiv(stride) : id;
+    if (j + 1 < axes.size()) v = v % axes[j].size;
+    stride = stride ? stride * axes[j].size : axes[j].size;
+    repl[axes[j].range] = axes[j].split > 1 ? v * UOp::const_int(dtypes::index, axes[j].split) + axes[j].lidx : v;
+  }
+}
+
+UOp product(const std::vector<GlobalAxis>& axes) {
+  UOp p = axes[0].size;
+  for (size_t j = 1; j < axes.size(); ++j) p = p * axes[j].size;
+  return simplify(p);
+}
+
+// Drops from each END the ranges that became ids; an END with none left is its value.
+const PatternMatcher& end_fixup() {
+  static const PatternMatcher pm("gpudims-end", {Rule(UPat(Op::END), [](const Match& m) {
+    const UOp& e = m.node();
+    std::vector<UOp> keep{e.src(0)};
+    for (size_t i = 1; i < e.src().size(); ++i)
+      if (e.src(i).op() == Op::RANGE) keep.push_back(e.src(i));
+    if (keep.size() == e.src().size()) return UOp();
+    return keep.size() == 1 ? keep[0] : UOp::make(Op::END, dtypes::void_, keep);
+  })});
+  return pm;
+}
+
+}  // namespace
+
+UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_size, std::array<UOp, 3>& local_size) {
+  UOp one = UOp::const_int(dtypes::index, 1);
+  global_size = {one, one, one};
+  local_size = {one, one, one};
+  std::vector<UOp> globals, locals;
+  for (const UOp& u : sink.toposort()) {
+    if (u.op() == Op::BARRIER && !t.gpu())
+      throw Error("BARRIER synchronises the work-items of a workgroup, but " + std::string(t.name) +
+                  " runs them one after another: compile this kernel for a GPU target");
+    if (u.op() == Op::REDUCE)
+      for (size_t i = 1; i < u.src().size(); ++i)
+        if (AxisType a = axis_type(u.src(i)); a == AxisType::GLOBAL || a == AxisType::LOCAL)
+          throw Error("REDUCE over a " + std::string(axis_type_name(a)) + " range (work-items reducing together) is not supported; reduce over LOOP or REDUCE ranges: " + to_inline(u, 120));
+    if (u.op() != Op::RANGE) continue;
+    if (axis_type(u) == AxisType::GLOBAL) globals.push_back(u);
+    if (axis_type(u) == AxisType::LOCAL) locals.push_back(u);
+  }
+  if (!t.gpu()) return sink;
+  auto by_axis = [](const UOp& a, const UOp& b) { return a.arg_as<RangeArg>().axis < b.arg_as<RangeArg>().axis; };
+  std::sort(globals.begin(), globals.end(), by_axis);
+  std::sort(locals.begin(), locals.end(), by_axis);
+
+  std::unordered_map<UOp, UOp, UOpHash> repl;
+  if (locals.size() > 3) throw Error("the kernel has " + std::to_string(locals.size()) + " LOCAL axes; GPUs have 3 work-item dimensions");
+  int64_t total = 1;
+  for (size_t i = 0; i < locals.size(); ++i) {
+    const UOp& size = locals[i].src(0);
+    if (!size.is_const()) throw Error("a LOCAL range needs a constant size (workgroup sizes are fixed at compile time): " + to_inline(locals[i], 80));
+    int64_t n = size.const_int();
+    total *= n;
+    if (n > t.max_local[i] || total > t.max_local_total)
+      throw Error("the workgroup is too large for " + std::string(t.name) + ": LOCAL axis " + std::to_string(i) + " has " +
+                  std::to_string(n) + " work-items (limit " + std::to_string(t.max_local[i]) + " per axis, " +
+                  std::to_string(t.max_local_total) + " in all)");
+    repl[locals[i]] = special("lidx" + std::to_string(i), size);
+    local_size[i] = size;
+  }
+
+  std::vector<GlobalAxis> axes;  // innermost first
+  for (auto it = globals.rbegin(); it != globals.rend(); ++it) axes.push_back({*it, it->src(0), 1, UOp()});
+  if (locals.empty() && !axes.empty() && axes[0].size.is_const()) {
+    int64_t n = axes[0].size.const_int(), cap = std::min(t.default_local, t.max_local[0]), best = 1;
+    for (int64_t l = 1; l <= std::min(n, cap); ++l)
+      if (n % l == 0) best = l;
+    if (best > 1) {
+      axes[0].split = best;
+      axes[0].lidx = special("lidx0", UOp::const_int(dtypes::index, best));
+      axes[0].size = UOp::const_int(dtypes::index, n / best);
+      local_size[0] = UOp::const_int(dtypes::index, best);
+    }
+  }
+  if (!axes.empty()) {
+    std::vector<std::vector<GlobalAxis>> dims;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      if (i < 2 || dims.size() < 3) dims.push_back({axes[i]});
+      else dims.back().push_back(axes[i]);
+    }
+    bool fits = true;
+    for (size_t k = 0; k < dims.size(); ++k) fits = fits && product(dims[k]).vmax() <= t.max_grid[k];
+    if (!fits) dims = {axes};
+    for (size_t k = 0; k < dims.size(); ++k) {
+      UOp size = product(dims[k]);
+      if (size.vmax() > t.max_grid[k])
+        throw Error("the grid is too large for " + std::string(t.name) + ": " + std::to_string(size.vmax()) +
+                    " workgroups in dimension " + std::to_string(k) + " (limit " + std::to_string(t.max_grid[k]) + ")");
+      assign(dims[k], special("gidx" + std::to_string(k), size), repl);
+      global_size[k] = size;
+    }
+  }
+  if (repl.empty()) return sink;
+  return graph_rewrite(substitute(sink, repl), end_fixup());
+}
+
+}  // namespace ugpu::codegen

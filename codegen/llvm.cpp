@@ -1,0 +1,229 @@
+#include "codegen/llvm.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/MC/MCAsmInfo.h>
+#include <llvm/MC/MCContext.h>
+#include <llvm/MC/MCDisassembler/MCDisassembler.h>
+#include <llvm/MC/MCInst.h>
+#include <llvm/MC/MCInstPrinter.h>
+#include <llvm/MC/MCInstrInfo.h>
+#include <llvm/MC/MCRegisterInfo.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/MCTargetOptions.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "common/error.h"
+
+extern "C" {
+#define UGPU_LLVM_TARGET(T) \
+  void LLVMInitialize##T##TargetInfo(); void LLVMInitialize##T##Target(); void LLVMInitialize##T##TargetMC(); \
+  void LLVMInitialize##T##AsmPrinter();
+UGPU_LLVM_TARGET(X86)
+UGPU_LLVM_TARGET(AMDGPU)
+UGPU_LLVM_TARGET(NVPTX)
+#undef UGPU_LLVM_TARGET
+void LLVMInitializeX86Disassembler();
+void LLVMInitializeAMDGPUDisassembler();
+}
+
+namespace ugpu::codegen {
+namespace {
+
+void init_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+#define UGPU_LLVM_INIT(T) \
+  LLVMInitialize##T##TargetInfo(); LLVMInitialize##T##Target(); LLVMInitialize##T##TargetMC(); LLVMInitialize##T##AsmPrinter();
+    UGPU_LLVM_INIT(X86)
+    UGPU_LLVM_INIT(AMDGPU)
+    UGPU_LLVM_INIT(NVPTX)
+#undef UGPU_LLVM_INIT
+    LLVMInitializeX86Disassembler();
+    LLVMInitializeAMDGPUDisassembler();
+  });
+}
+
+const llvm::Target& lookup(const Target& t) {
+  init_llvm();
+  std::string err;
+  const llvm::Target* lt = llvm::TargetRegistry::lookupTarget(llvm::Triple(std::string(t.triple)), err);
+  if (!lt) throw Error("LLVM has no backend for " + std::string(t.triple) + ": " + err);
+  return *lt;
+}
+
+std::unique_ptr<llvm::TargetMachine> make_machine(const Target& t, int opt_level) {
+  const llvm::Target& lt = lookup(t);
+  llvm::TargetOptions opts;
+  llvm::CodeGenOptLevel ol = opt_level <= 0 ? llvm::CodeGenOptLevel::None
+                             : opt_level == 1 ? llvm::CodeGenOptLevel::Less
+                             : opt_level == 2 ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(lt.createTargetMachine(llvm::Triple(std::string(t.triple)), target_cpu(t),
+                                                                 target_features(t), opts, llvm::Reloc::PIC_, std::nullopt, ol));
+  if (!tm) throw Error("LLVM could not create a target machine for " + std::string(t.name));
+  return tm;
+}
+
+std::string diag_text(const llvm::SMDiagnostic& d) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  d.print("ugpu", os, false);
+  return s;
+}
+
+}  // namespace
+
+std::string llvm_version() { return LLVM_VERSION_STRING; }
+
+std::string target_cpu(const Target& t) {
+  if (!t.cpu.empty()) return std::string(t.cpu);
+  return llvm::sys::getHostCPUName().str();
+}
+
+std::string target_features(const Target& t) {
+  if (t.arch != Arch::X86) return std::string(t.features);
+  static const std::string host = [] {
+    std::vector<std::string> on;
+    for (const auto& f : llvm::sys::getHostCPUFeatures()) on.push_back((f.second ? "+" : "-") + f.first().str());
+    std::sort(on.begin(), on.end());
+    std::string s;
+    for (const std::string& f : on) s += (s.empty() ? "" : ",") + f;
+    return s;
+  }();
+  return host;
+}
+
+LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOptions& o) {
+  auto tm = make_machine(t, o.opt_level);
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  std::string layout = tm->createDataLayout().getStringRepresentation();
+  auto mod = llvm::parseAssembly(llvm::MemoryBufferRef(ir, "kernel.ll"), diag, ctx, nullptr,
+                                       [&](llvm::StringRef, llvm::StringRef) -> std::optional<std::string> { return layout; });
+  if (!mod) throw Error("internal: the generated LLVM IR does not parse: " + diag_text(diag));
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(*mod, &os)) throw Error("internal: the generated LLVM IR is invalid: " + msg);
+  }
+  if (o.opt_level > 0) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopUnrolling = true;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = true;
+    llvm::PassBuilder pb(tm.get(), pto);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::OptimizationLevel level = o.opt_level == 1 ? llvm::OptimizationLevel::O1
+                                    : o.opt_level == 2 ? llvm::OptimizationLevel::O2 : llvm::OptimizationLevel::O3;
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+    mpm.run(*mod, mam);
+  }
+  auto emit = [&](llvm::Module& m, llvm::CodeGenFileType kind) {
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, kind)) throw Error("LLVM cannot emit this file type for " + std::string(t.name));
+    pm.run(m);
+    return std::string(buf.begin(), buf.end());
+  };
+  LlvmOutput out;
+  if (t.arch == Arch::NVPTX) {
+    out.assembly = emit(*mod, llvm::CodeGenFileType::AssemblyFile);
+    return out;
+  }
+  if (o.want_assembly) {
+    auto copy = llvm::CloneModule(*mod);
+    out.assembly = emit(*copy, llvm::CodeGenFileType::AssemblyFile);
+  }
+  std::string obj = emit(*mod, llvm::CodeGenFileType::ObjectFile);
+  out.object.assign(obj.begin(), obj.end());
+  return out;
+}
+
+std::string disassemble_object(const Target& t, std::span<const uint8_t> elf) {
+  if (t.arch == Arch::NVPTX) throw Error("LLVM has no disassembler for NVIDIA SASS; the PTX is the readable form");
+  const llvm::Target& lt = lookup(t);
+  llvm::Triple triple{std::string(t.triple)};
+  llvm::StringRef data(reinterpret_cast<const char*>(elf.data()), elf.size());
+  auto obj = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(data, "kernel"));
+  if (!obj) throw Error("cannot disassemble: not a valid object file: " + llvm::toString(obj.takeError()));
+  std::string cpu = target_cpu(t), features = target_features(t);
+  std::unique_ptr<llvm::MCRegisterInfo> mri(lt.createMCRegInfo(triple));
+  llvm::MCTargetOptions mcopts;
+  std::unique_ptr<llvm::MCAsmInfo> mai(lt.createMCAsmInfo(*mri, triple, mcopts));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(lt.createMCSubtargetInfo(triple, cpu, features));
+  std::unique_ptr<llvm::MCInstrInfo> mii(lt.createMCInstrInfo());
+  if (!mri || !mai || !sti || !mii) throw Error("LLVM has no disassembler for " + std::string(t.name));
+  llvm::MCContext mc(triple, mai.get(), mri.get(), sti.get());
+  std::unique_ptr<llvm::MCDisassembler> dis(lt.createMCDisassembler(*sti, mc));
+  std::unique_ptr<llvm::MCInstPrinter> printer(lt.createMCInstPrinter(triple, mai->getAssemblerDialect(), *mai, *mii, *mri));
+  if (!dis || !printer) throw Error("LLVM has no disassembler for " + std::string(t.name));
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  for (const llvm::object::SectionRef& sec : (*obj)->sections()) {
+    if (!sec.isText() || sec.getSize() == 0) continue;
+    auto name = sec.getName();
+    auto contents = sec.getContents();
+    if (!name || !contents) throw Error("cannot disassemble: a section of the object cannot be read");
+    std::map<uint64_t, std::string> labels;
+    for (const llvm::object::SymbolRef& sym : (*obj)->symbols()) {
+      auto s = sym.getSection();
+      auto n = sym.getName();
+      auto a = sym.getValue();
+      if (s && *s == sec && n && a && !n->empty()) labels[*a] = n->str();
+      else {
+        if (!s) llvm::consumeError(s.takeError());
+        if (!n) llvm::consumeError(n.takeError());
+        if (!a) llvm::consumeError(a.takeError());
+      }
+    }
+    os << "; section " << *name << "\n";
+    llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t*>(contents->data()), contents->size());
+    size_t step = t.arch == Arch::AMDGPU ? 4 : 1;
+    for (uint64_t off = 0; off < bytes.size();) {
+      if (auto it = labels.find(off); it != labels.end()) os << it->second << ":\n";
+      llvm::MCInst inst;
+      uint64_t size = 0;
+      char addr[32];
+      std::snprintf(addr, sizeof addr, "  %6llx:  ", static_cast<unsigned long long>(off));
+      os << addr;
+      if (dis->getInstruction(inst, size, bytes.slice(off), off, llvm::nulls()) == llvm::MCDisassembler::Success && size) {
+        printer->printInst(&inst, off, "", *sti, os);
+      } else {
+        size = std::min<uint64_t>(step, bytes.size() - off);
+        os << "\t<unknown>";
+      }
+      os << "\n";
+      off += size;
+    }
+  }
+  return out;
+}
+
+}  // namespace ugpu::codegen

@@ -1,0 +1,35 @@
+// In-process LLVM: IR text to object code or assembly for a target, and LLVM's disassembler.
+// Only this file and llvm.cpp / elf.cpp see LLVM's headers.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/target.h"
+
+namespace ugpu::codegen {
+
+struct LlvmOutput {
+  std::vector<uint8_t> object;  // ELF relocatable (x86, AMDGPU); empty for NVPTX
+  std::string assembly;         // NVPTX: the PTX text; others: LLVM's assembly printer output
+};
+
+struct LlvmOptions {
+  int opt_level = 2;        // 0..3, the new pass manager's default<O*> pipeline
+  bool want_assembly = false;  // NVPTX always produces PTX
+};
+
+// The CPU and feature string codegen uses for `target` (for x86: this host's).
+std::string target_cpu(const Target& target);
+std::string target_features(const Target& target);
+std::string llvm_version();
+
+// Throws Error with LLVM's diagnostic if the IR does not parse or verify (a bug in the renderer).
+LlvmOutput compile_llvm_ir(const std::string& ir, const Target& target, const LlvmOptions& opts = {});
+
+// Disassembles the executable sections of an ELF object with LLVM's MC disassembler, one
+// instruction per line with its offset; symbols as labels.
+std::string disassemble_object(const Target& target, std::span<const uint8_t> elf);
+
+}  // namespace ugpu::codegen

@@ -1,0 +1,73 @@
+// REDUCE(x, r...) {op}  ->  an accumulator in a register:
+//   acc  = DEFINE_REG:A[reg]*                         A: the accumulation dtype
+//   init = STORE(INDEX(AFTER(acc, e...), 0), identity)   e: loops open around the reduce
+//   upd  = STORE(p, LOAD(p) op x)  with p = INDEX(AFTER(acc, init, r...), 0)
+//   out  = LOAD(INDEX(AFTER(acc, END(upd, r...)), 0))
+// The AFTER sources place each access: init inside the enclosing loops but before the reduce loops,
+// the update inside them, the result after them (codegen/scope.h).
+#include <cmath>
+
+#include "codegen/passes.h"
+#include "codegen/scope.h"
+#include "common/error.h"
+#include "ir/rewrite.h"
+#include "ir/text.h"
+#include "ir/upat.h"
+
+namespace ugpu::codegen {
+using namespace ir;
+namespace {
+
+struct Ctx {
+  Scopes scopes;
+  int64_t next_id = 0;
+};
+
+UOp identity(Op op, DType t) {
+  if (op == Op::ADD) return t.is_float() ? UOp::const_float(t, 0.0) : UOp::const_int(t, 0);
+  if (op == Op::MUL) return t.is_float() ? UOp::const_float(t, 1.0) : UOp::const_int(t, 1);
+  return t.is_float() ? UOp::const_float(t, -INFINITY) : UOp::const_int(t, t.min_int());  // MAX
+}
+
+DType acc_dtype(Op op, DType t) { return op == Op::MAX || t.is_bool() ? t : sum_acc_dtype(t); }
+
+UOp lower_one(const Match& m) {
+  Ctx& c = m.ctx<Ctx>();
+  const UOp& red = m.node();
+  Op op = red.arg_as<Op>();
+  std::vector<UOp> rs(red.src().begin() + 1, red.src().end());
+  if (rs.empty()) return red.src(0);
+  uint64_t rbits = 0;
+  for (const UOp& r : rs) rbits |= uint64_t{1} << c.scopes.bit(r);
+  uint64_t open = c.scopes.of(red.src(0)) & ~rbits;
+  DType t = red.dtype(), a = acc_dtype(op, t);
+  if (t.count != 1) throw Error("REDUCE of a vector is not supported: " + to_inline(red, 120));
+
+  UOp acc = UOp::make(Op::DEFINE_REG, a.ptr(AddrSpace::Reg), {}, Ints{c.next_id++, 1});
+  UOp zero = UOp::const_int(dtypes::index, 0);
+  std::vector<UOp> at_init{acc};
+  for (const UOp& e : c.scopes.list(open)) at_init.push_back(e);
+  UOp init_base = at_init.size() == 1 ? acc : UOp::make(Op::AFTER, acc.dtype(), at_init);
+  UOp init = UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, acc.dtype(), {init_base, zero}), identity(op, a)});
+  std::vector<UOp> at_loop{acc, init};
+  at_loop.insert(at_loop.end(), rs.begin(), rs.end());
+  UOp p = UOp::make(Op::INDEX, acc.dtype(), {UOp::make(Op::AFTER, acc.dtype(), at_loop), zero});
+  UOp upd = UOp::make(Op::STORE, dtypes::void_, {p, UOp::alu(op, {UOp::make(Op::LOAD, a, {p}), red.src(0).cast(a)})});
+  std::vector<UOp> end_src{upd};
+  end_src.insert(end_src.end(), rs.begin(), rs.end());
+  UOp end = UOp::make(Op::END, dtypes::void_, end_src);
+  UOp out = UOp::make(Op::LOAD, a, {UOp::make(Op::INDEX, acc.dtype(), {UOp::make(Op::AFTER, acc.dtype(), {acc, end}), zero})});
+  return out.cast(t);
+}
+
+}  // namespace
+
+UOp lower_reduce(const UOp& sink) {
+  Ctx c{Scopes(sink)};
+  for (const UOp& u : sink.toposort())
+    if (u.op() == Op::DEFINE_REG) c.next_id = std::max(c.next_id, u.arg_as<Ints>()[0] + 1);
+  static const PatternMatcher pm("lower_reduce", {Rule(UPat(Op::REDUCE), lower_one, "REDUCE to accumulator")});
+  return graph_rewrite(sink, pm, &c);
+}
+
+}  // namespace ugpu::codegen

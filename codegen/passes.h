@@ -1,0 +1,55 @@
+// The codegen passes, in the order lower() (codegen/lower.cpp) runs them. Each takes and returns the
+// kernel's SINK and lives in its own file.
+#pragma once
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "codegen/target.h"
+#include "ir/uop.h"
+
+namespace ugpu::codegen {
+
+// gates.cpp: a masked index `INDEX(buf, WHERE(c, i, INVALID))` becomes the gated `INDEX(buf, i, c)`;
+// a LOAD through a gated index gets its value for the masked-off case (0). INVALID anywhere else is
+// an error.
+ir::UOp move_gates(const ir::UOp& sink);
+
+// gpudims.cpp: GPU targets map GLOBAL ranges to workgroup ids (innermost axis to x) and LOCAL ranges
+// to work-item ids, merging or flattening dimensions to fit the target's grid, and splitting the
+// innermost global axis into workgroups when the kernel names no LOCAL axis. Fills the launch sizes.
+// On x86 every range stays a loop and BARRIER is refused.
+ir::UOp add_gpudims(const ir::UOp& sink, const Target& target, std::array<ir::UOp, 3>& global_size,
+                    std::array<ir::UOp, 3>& local_size);
+
+// lower_reduce.cpp: REDUCE becomes an accumulator (DEFINE_REG) reset to the op's identity where the
+// reduce's enclosing loops are, updated inside the reduce loops, read after them. Sums and products
+// accumulate in at least 32 bits (float for half/bfloat16).
+ir::UOp lower_reduce(const ir::UOp& sink);
+
+// lower_index.cpp: every `index` value becomes int32, or int64 where its bounds (or a source's)
+// need it.
+ir::UOp lower_index_dtype(const ir::UOp& sink);
+
+// lower_divmod.cpp: FLOORDIV/FLOORMOD on integers become the hardware's truncating CDIV/CMOD with a
+// sign correction, shifts and masks for powers of two, and multiply-shift ("magic number") division
+// where the dividend is known non-negative.
+ir::UOp lower_divmod(const ir::UOp& sink);
+// The multiplier and shift that divide every x in [0, max_x] by d (> 1) as (x * m) >> s, with
+// x * m < 2^63; none when no such pair exists.
+struct Magic {
+  int64_t m;
+  int s;
+};
+std::optional<Magic> magic_divisor(int64_t d, int64_t max_x);
+
+// decompose.cpp: ops the target has no instruction for become ones it has: MULACC, POW, and the
+// transcendentals EXP2, LOG2, SIN, SQRT (codegen/transcendental.h); half/bfloat16 math in float32.
+ir::UOp decompose(const ir::UOp& sink, const Target& target);
+
+// linearize.cpp: the final instruction list. Every node goes in the innermost loop open at it
+// (Scopes); loops nest by which ranges occur together; inside a loop body, nodes and inner loops are
+// ordered by their dependencies. A loop is RANGE ... END(range).
+std::vector<ir::UOp> linearize(const ir::UOp& sink);
+
+}  // namespace ugpu::codegen

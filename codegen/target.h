@@ -1,0 +1,45 @@
+// What codegen needs to know about a compile target: the LLVM triple and CPU, launch limits, and which
+// ops the hardware runs natively (the rest are decomposed before LLVM sees them). One table row per
+// target in target.cpp.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ir/dtype.h"
+#include "ir/ops.h"
+
+namespace ugpu::codegen {
+
+enum class Arch : uint8_t { X86, AMDGPU, NVPTX };
+
+struct Target {
+  std::string_view name;  // what --target takes: "x86", "gfx1100", "sm_90"
+  Arch arch;
+  std::string_view triple;
+  std::string_view cpu;       // LLVM CPU; empty for x86 means "this host"
+  std::string_view features;  // LLVM feature string
+  // Launch limits (GPU targets): grid in workgroups per dimension, work-items per workgroup.
+  std::array<int64_t, 3> max_grid;
+  std::array<int64_t, 3> max_local;
+  int64_t max_local_total;
+  int64_t max_shared_bytes;
+  int64_t default_local;  // work-items per workgroup when a kernel names none
+  int wave_size;
+  ir::OpSet native_f32;   // transcendental ops with a hardware instruction for float32 (EXP2, LOG2, SQRT)
+  ir::OpSet native_f64;
+
+  bool gpu() const { return arch != Arch::X86; }
+  std::string_view arch_name() const;
+  // A buffer's address space in the generated code (LLVM numbering).
+  int global_addrspace() const { return gpu() ? 1 : 0; }
+};
+
+// The target named `name`; throws Error listing the valid names.
+const Target& find_target(std::string_view name);
+std::span<const Target> all_targets();
+std::string target_names();  // "x86, gfx1100, ..." for messages
+
+}  // namespace ugpu::codegen
