@@ -1,9 +1,9 @@
 // The linearizer: from the kernel graph to one instruction list with structured loops.
 //
-// 1. Loop nesting. Ranges that occur together at some node must nest. The one that more nodes use is
-//    outside (a reduce loop is used only by the nodes inside it; its enclosing output loops also by
-//    the stores after it); ties go to the lower axis id. Each loop's parent is the innermost of the
-//    outer ranges it occurs with, and every such range must be on its parent chain.
+// 1. Loop nesting. Ranges that occur together at some node must nest. The ranges still open at an END
+//    enclose the ones it closes (a reduce's output loops enclose its reduce loops); beyond that, the
+//    lower axis id is outside. Each loop's parent is the innermost of the outer ranges it occurs
+//    with, and every such range must be on its parent chain.
 // 2. Placement. A node goes in the innermost loop open at it (Scopes::of).
 // 3. Order. Inside one loop body, the items are its own nodes and its child loops, each child loop
 //    standing for everything nested in it; they are emitted in dependency order (ties by position in
@@ -31,16 +31,30 @@ class Linearizer {
     int n_ranges = static_cast<int>(sc_.ranges().size());
     root_ = n_ranges;
     std::vector<uint64_t> co(n_ranges, 0);
-    std::vector<size_t> uses(n_ranges, 0);
     for (size_t i = 0; i < topo.size(); ++i) {
       pos_[topo[i].get()] = i;
       uint64_t s = sc_.of(topo[i]);
       for (int b = 0; b < n_ranges; ++b)
-        if (s >> b & 1) co[b] |= s, ++uses[b];
+        if (s >> b & 1) co[b] |= s;
     }
-    std::vector<int> order(n_ranges);
-    for (int i = 0; i < n_ranges; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return uses[a] > uses[b]; });
+    // An END closing ranges rs inside the ranges still open after it says: those enclose every r in
+    // rs. Loops are ordered by these constraints, otherwise by axis id.
+    std::vector<uint64_t> must_enclose(n_ranges, 0);  // per range: ranges that must be outside it
+    for (const UOp& u : topo)
+      if (u.op() == Op::END) {
+        uint64_t open = sc_.of(u);
+        for (size_t i = 1; i < u.src().size(); ++i) must_enclose[sc_.bit(u.src(i))] |= open;
+      }
+    std::vector<int> order;
+    uint64_t placed = 0;
+    while (static_cast<int>(order.size()) < n_ranges) {
+      int next = -1;
+      for (int r = 0; r < n_ranges && next < 0; ++r)
+        if (!(placed >> r & 1) && (must_enclose[r] & ~placed) == 0) next = r;
+      if (next < 0) throw Error("loops are closed in an order that cannot nest (an END closes a loop that must enclose another it leaves open)");
+      order.push_back(next);
+      placed |= uint64_t{1} << next;
+    }
     rank_.assign(n_ranges, 0);
     for (int i = 0; i < n_ranges; ++i) rank_[order[i]] = i;
     parent_.assign(n_ranges + 1, -1);

@@ -26,7 +26,8 @@ UOp lower_index_dtype(const UOp& sink) {
       for (size_t i = 0; i < src.size(); ++i)
         if (u.src(i).dtype() == dtypes::index) src[i] = src[i].cast(w);
     UOp n;
-    if (u.dtype() != dtypes::index) n = u.with_src(src);
+    if (u.op() == Op::CAST && src[0].dtype() == u.dtype()) n = src[0];  // CAST:int32(index) of an int32 index
+    else if (u.dtype() != dtypes::index) n = u.with_src(src);
     else if (u.op() == Op::CONST) n = UOp::const_int(w, u.const_int());
     else if (u.op() == Op::CAST) n = src[0].cast(w);
     else if (u.op() == Op::DEFINE_VAR) n = UOp::make(Op::DEFINE_VAR, w, {}, u.arg());
