@@ -16,6 +16,19 @@ bool native(const Target& t, Op op, DType dt) {
   return t.native_f32.has(op);
 }
 
+// bfloat16 math is done in float32 and rounded per op (the renderer keeps bfloat16 as bits).
+UOp bf16_in_float(const Match& m) {
+  const UOp& u = m.node();
+  if (u.op() == Op::CAST || u.op() == Op::BITCAST || u.op() == Op::WHERE) return UOp();
+  bool any = u.dtype().scalar == ScalarType::BFloat16;
+  for (const UOp& s : u.src()) any = any || s.dtype().scalar == ScalarType::BFloat16;
+  if (!any) return UOp();
+  std::vector<UOp> src;
+  for (const UOp& s : u.src()) src.push_back(s.dtype().scalar == ScalarType::BFloat16 ? s.cast(dtypes::float32) : s);
+  UOp r = UOp::alu(u.op(), src);
+  return u.dtype().scalar == ScalarType::BFloat16 ? r.cast(u.dtype()) : r;
+}
+
 UOp decompose_one(const Match& m) {
   const Target& t = m.ctx<const Target>();
   const UOp& u = m.node();
@@ -39,7 +52,9 @@ UOp decompose_one(const Match& m) {
 
 UOp decompose(const UOp& sink, const Target& target) {
   static const PatternMatcher pm("decompose", {Rule(UPat({Op::MULACC, Op::POW, Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT}),
-                                                    decompose_one, "decompose")});
+                                                    decompose_one, "decompose"),
+                                               Rule(UPat(OpSet::group(OpGroup::Unary) | OpSet::group(OpGroup::Binary) | OpSet::group(OpGroup::Ternary)),
+                                                    bf16_in_float, "bfloat16 math in float32")});
   return graph_rewrite(sink, pm, const_cast<Target*>(&target));
 }
 

@@ -28,7 +28,7 @@ std::string scalar_type(DType t) {
     case ScalarType::Int32: case ScalarType::UInt32: return "i32";
     case ScalarType::Int64: case ScalarType::UInt64: return "i64";
     case ScalarType::Half: return "half";
-    case ScalarType::BFloat16: return "bfloat";
+    case ScalarType::BFloat16: return "i16";  // see Renderer::bf16_to_float
     case ScalarType::Float: return "float";
     case ScalarType::Double: return "double";
     default: throw Error("internal: no LLVM type for " + t.name());
@@ -100,9 +100,10 @@ class Renderer {
     if (t.is_bool()) return c.const_int() ? "true" : "false";
     if (!t.is_float()) return std::to_string(c.const_int());
     double v = c.const_float();
-    if (t.scalar == ScalarType::Half || t.scalar == ScalarType::BFloat16) {
+    if (t.scalar == ScalarType::BFloat16) return std::to_string(static_cast<int16_t>(float_to_bits(v, t)));
+    if (t.scalar == ScalarType::Half) {
       char b[16];
-      std::snprintf(b, sizeof b, "0x%c%04X", t.scalar == ScalarType::Half ? 'H' : 'R', float_to_bits(v, t));
+      std::snprintf(b, sizeof b, "0xH%04X", float_to_bits(v, t));
       return b;
     }
     uint64_t bits;
@@ -270,7 +271,7 @@ class Renderer {
         }
         return;
       case Op::WHERE: emit(r + " = select i1 " + val(src[0]) + ", " + tv(src[1]) + ", " + tv(src[2])); break;
-      case Op::CAST: cast(r, src[0], dt); break;
+      case Op::CAST: names_[u.get()] = cast(src[0], dt); return;
       case Op::BITCAST:
         if (src[0].dtype().bitsize() != dt.bitsize() || dt.is_bool()) throw Error("BITCAST between types of different sizes: " + to_inline(u, 100));
         emit(r + " = bitcast " + tv(src[0]) + " to " + type(dt));
@@ -280,29 +281,66 @@ class Renderer {
     names_[u.get()] = r;
   }
 
-  void cast(const std::string& r, const UOp& x, DType to) {
+  // bfloat16 values live as i16 bit patterns: LLVM's own bfloat conversions differ between CPUs
+  // (some flush subnormals), so ugpu converts with integer operations, rounding to nearest even.
+  std::string bf16_to_float(const std::string& v) {
+    std::string w = fresh(), s = fresh(), f = fresh();
+    emit(w + " = zext i16 " + v + " to i32");
+    emit(s + " = shl i32 " + w + ", 16");
+    emit(f + " = bitcast i32 " + s + " to float");
+    return f;
+  }
+  std::string float_to_bf16(const std::string& f) {
+    std::string b = fresh(), lsb = fresh(), odd = fresh(), bias = fresh(), sum = fresh(), hi = fresh(), nan = fresh(), q = fresh(), out = fresh();
+    emit(b + " = bitcast float " + f + " to i32");
+    emit(lsb + " = lshr i32 " + b + ", 16");
+    emit(odd + " = and i32 " + lsb + ", 1");
+    emit(bias + " = add i32 " + odd + ", 32767");
+    emit(sum + " = add i32 " + b + ", " + bias);
+    emit(hi + " = lshr i32 " + sum + ", 16");
+    emit(nan + " = fcmp uno float " + f + ", 0.0");
+    emit(q + " = or i32 " + lsb + ", 64");  // a NaN stays a (quiet) NaN with its sign
+    emit(out + " = select i1 " + nan + ", i32 " + q + ", i32 " + hi);
+    std::string r = fresh();
+    emit(r + " = trunc i32 " + out + " to i16");
+    return r;
+  }
+
+  // Returns the name of the converted value.
+  std::string cast(const UOp& x, DType to) {
     DType from = x.dtype();
-    std::string v = tv(x), ft = type(from), tt = type(to);
     if (from == to) throw Error("internal: CAST to the same dtype reached the renderer");
-    if (to.is_bool()) return emit(r + " = " + (from.is_float() ? "fcmp une " + v + ", 0.0" : "icmp ne " + v + ", 0"));
-    if (from.is_bool()) return emit(r + " = " + (to.is_float() ? "uitofp " : "zext ") + v + " to " + tt);
-    if (!from.is_float() && !to.is_float()) {
+    if (from.scalar == ScalarType::BFloat16) return convert(bf16_to_float(val(x)), dtypes::float32, to);
+    if (to.scalar == ScalarType::BFloat16) {
+      std::string f = from == dtypes::float32 ? val(x) : convert(val(x), from, dtypes::float32);
+      return float_to_bf16(f);
+    }
+    return convert(val(x), from, to);
+  }
+
+  std::string convert(const std::string& v0, DType from, DType to) {
+    if (from == to) return v0;
+    if (to.scalar == ScalarType::BFloat16) return float_to_bf16(convert(v0, from, dtypes::float32));
+    std::string r = fresh(), v = type(from) + " " + v0, tt = type(to);
+    if (to.is_bool()) emit(r + " = " + (from.is_float() ? "fcmp une " + v + ", 0.0" : "icmp ne " + v + ", 0"));
+    else if (from.is_bool()) emit(r + " = " + (to.is_float() ? "uitofp " : "zext ") + v + " to " + tt);
+    else if (!from.is_float() && !to.is_float()) {
       const char* op = to.bitsize() < from.bitsize() ? "trunc" : to.bitsize() == from.bitsize() ? "bitcast" : from.is_unsigned() ? "zext" : "sext";
-      return emit(r + " = " + op + " " + v + " to " + tt);
-    }
-    if (!from.is_float()) return emit(r + " = " + (from.is_unsigned() ? "uitofp " : "sitofp ") + v + " to " + tt);
-    if (!to.is_float()) {
+      emit(r + " = " + op + " " + v + " to " + tt);
+    } else if (!from.is_float()) {
+      if (to.bitsize() == 16) return convert(convert(v0, from, dtypes::float32), dtypes::float32, to);  // via float, like bfloat16
+      emit(r + " = " + (from.is_unsigned() ? "uitofp " : "sitofp ") + v + " to " + tt);
+    } else if (!to.is_float()) {
       std::string fn = std::string(to.is_unsigned() ? "llvm.fptoui.sat." : "llvm.fptosi.sat.") + suffix(to) + "." + suffix(from);
-      call(tt, fn, {v}, ft, r);
-      return;
+      call(tt, fn, {v}, type(from), r);
+    } else if (from.bitsize() == 64 && to.bitsize() == 16) {
+      // via float: float has more than twice half's precision plus two bits, so rounding twice equals
+      // rounding once; this also keeps x86 from calling a compiler-rt helper.
+      return convert(convert(v0, from, dtypes::float32), dtypes::float32, to);
+    } else {
+      emit(r + " = " + (to.bitsize() > from.bitsize() ? "fpext " : "fptrunc ") + v + " to " + tt);
     }
-    bool half_pair = from.bitsize() == 16 && to.bitsize() == 16;  // half <-> bfloat16 goes through float
-    if (half_pair) {
-      std::string w = fresh();
-      emit(w + " = fpext " + v + " to float");
-      return emit(r + " = fptrunc float " + w + " to " + tt);
-    }
-    emit(r + " = " + (to.bitsize() > from.bitsize() ? "fpext " : "fptrunc ") + v + " to " + tt);
+    return r;
   }
 
   void alu(const UOp& u, const std::string& r) {

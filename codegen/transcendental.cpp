@@ -121,8 +121,8 @@ UOp xpow(const UOp& base, const UOp& exponent) {
   UOp mag = exp2_f64(y * log2_f64(ax, full), full);
   UOp is_int = trunc(y).eq(y), half = y * f(0.5), odd = is_int & trunc(half).ne(half);
   UOp neg = lt(x, f(0));
-  // C: pow(x, 0) = 1 and pow(1, y) = 1 even for NaN; a negative base needs an integer exponent.
-  UOp r = sel(neg & is_int.logical_not(), f(NAN), sel(neg & odd, -mag, mag));
+  // C: pow(x, 0) = 1 and pow(1, y) = 1 even for NaN; a finite negative base needs an integer exponent.
+  UOp r = sel(neg & lt(f(-INFINITY), x) & is_int.logical_not(), f(NAN), sel(neg & odd, -mag, mag));
   UOp zero_base = x.eq(f(0));  // pow(+-0, y): sign kept for odd y
   UOp zr = sel(lt(y, f(0)), f(INFINITY), f(0));
   r = sel(zero_base, sel(odd & div(f(1), x).lt(f(0)), -zr, zr), r);
