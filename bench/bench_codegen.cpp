@@ -1,0 +1,48 @@
+// bench-codegen: time spent turning the built-in kernels into LLVM IR (ugpu's own work), and LLVM's
+// time to compile that IR, per target. tinygrad spends ~200 ms of Python per MLP kernel before LLVM
+// (shared/reference/compiler.md §7.2); the aim here is <= 2 ms.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "codegen/examples.h"
+#include "codegen/kernel.h"
+#include "codegen/llvm.h"
+#include "codegen/llvm_ir.h"
+#include "ir/text.h"
+
+using namespace ugpu;
+using Clock = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  int reps = argc > 1 ? std::atoi(argv[1]) : 50;
+  std::vector<std::string> targets = {"x86", "gfx1100", "gfx942", "sm_90"};
+  std::printf("# %zu kernels x %zu targets; codegen = lower() + LLVM IR text, %d reps each, results dropped between reps\n",
+              codegen::example_kernels().size(), targets.size(), reps);
+  for (const std::string& tn : targets) {
+    const codegen::Target& t = codegen::find_target(tn);
+    double codegen_us = 0, llvm_ms = 0;
+    int kernels = 0;
+    for (const codegen::ExampleKernel& e : codegen::example_kernels()) {
+      if (e.gpu_only && !t.gpu()) continue;
+      ir::UOp k = ir::parse(e.text);
+      std::string ir_text;
+      auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) {
+        codegen::LoweredKernel lk = codegen::lower(k, t, e.name);
+        ir_text = codegen::render_llvm_ir(lk, t);
+      }
+      double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / reps;
+      auto t1 = Clock::now();
+      int llvm_reps = 3;
+      for (int r = 0; r < llvm_reps; ++r) codegen::compile_llvm_ir(ir_text, t);
+      double ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count() / llvm_reps;
+      std::printf("kernel %-10s %-8s codegen %8.1f us   llvm %7.2f ms\n", e.name.c_str(), tn.c_str(), us, ms);
+      codegen_us += us, llvm_ms += ms, ++kernels;
+    }
+    std::printf("codegen_us_per_kernel[%s]: %.1f us\n", tn.c_str(), codegen_us / kernels);
+    std::printf("llvm_ms_per_kernel[%s]: %.2f ms\n", tn.c_str(), llvm_ms / kernels);
+  }
+  return 0;
+}

@@ -1,0 +1,75 @@
+// Unit tests of single passes where the behaviour is specified exactly.
+#include <doctest/doctest.h>
+
+#include "codegen/passes.h"
+#include "run.h"
+
+using namespace ugpu;
+using namespace ugpu::test;
+using namespace ugpu::codegen;
+using ugpu::ir::UOp;
+
+TEST_CASE("magic-number division equals floor division on the whole promised range") {
+  for (int64_t d = 2; d <= 300; ++d)
+    for (int64_t max_x : {int64_t{1000}, int64_t{65535}, int64_t{1} << 24, int64_t{INT32_MAX}}) {
+      auto mg = magic_divisor(d, max_x);
+      REQUIRE(mg);
+      int64_t step = max_x <= 70000 ? 1 : max_x / 50000;
+      int bad = 0;
+      for (int64_t x = 0; x <= max_x; x += step) bad += ((static_cast<unsigned __int128>(x) * mg->m) >> mg->s) != static_cast<unsigned __int128>(x / d);
+      for (int64_t x = max_x - 2 * d; x <= max_x; ++x) bad += x >= 0 && ((static_cast<unsigned __int128>(x) * mg->m) >> mg->s) != static_cast<unsigned __int128>(x / d);
+      CAPTURE(d);
+      CAPTURE(max_x);
+      CHECK(bad == 0);
+    }
+  CHECK(!magic_divisor(1, 100));
+  CHECK(!magic_divisor(7, -1));
+}
+
+TEST_CASE("index math narrows to int32 where bounds allow and widens where they do not") {
+  auto k = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+i = RANGE(70000) {0, LOOP}
+j = RANGE(70000) {1, LOOP}
+SINK(END(STORE(INDEX:float*(out, i*70000 + j), 1.0), i, j))
+)");
+  UOp s = lower_index_dtype(k);
+  bool saw64 = false, saw32 = false;
+  for (const UOp& u : s.toposort()) {
+    CHECK(u.dtype() != ir::dtypes::index);
+    if (u.op() == ir::Op::RANGE) CHECK(u.dtype() == ir::dtypes::int32);
+    if (u.op() == ir::Op::ADD) saw64 = saw64 || u.dtype() == ir::dtypes::int64;
+    if (u.op() == ir::Op::RANGE) saw32 = true;
+  }
+  CHECK(saw64);  // 70000*70000 > 2^31
+  CHECK(saw32);
+}
+
+TEST_CASE("linearizer: reduce init before its loop, result after; bad nesting is an error") {
+  auto ck = compile(kernel(R"(out = DEFINE_GLOBAL:float* {0}
+x = DEFINE_GLOBAL:float* {1}
+i = RANGE(4) {0, LOOP}
+r = RANGE(8) {1, REDUCE}
+SINK(END(STORE(INDEX:float*(out, i), REDUCE:float(LOAD:float(INDEX:float*(x, i*8 + r)), r) {ADD}), i))
+)"), x86());
+  const auto& L = ck->kernel.linear;
+  auto pos = [&](auto pred) {
+    for (size_t n = 0; n < L.size(); ++n)
+      if (pred(L[n])) return static_cast<int>(n);
+    return -1;
+  };
+  int open_i = pos([](const UOp& u) { return u.op() == ir::Op::RANGE && u.arg_as<ir::RangeArg>().axis == 0; });
+  int open_r = pos([](const UOp& u) { return u.op() == ir::Op::RANGE && u.arg_as<ir::RangeArg>().axis == 1; });
+  int init = pos([](const UOp& u) { return u.op() == ir::Op::STORE && u.src(1).is_const(); });
+  int close_r = pos([&](const UOp& u) { return u.op() == ir::Op::END && u.src(0) == L[open_r]; });
+  int out_store = pos([](const UOp& u) { return u.op() == ir::Op::STORE && u.src(0).src(0).op() == ir::Op::DEFINE_GLOBAL; });
+  CHECK(open_i < init);
+  CHECK(init < open_r);
+  CHECK(open_r < close_r);
+  CHECK(close_r < out_store);
+  // A value from inside a loop used after it without an END is refused.
+  auto leak = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+r = RANGE(8) {0, LOOP}
+SINK(STORE(INDEX:float*(out, 0), CAST:float(r)), END(STORE(INDEX:float*(out, r), 1.0), r))
+)");
+  CHECK_THROWS_AS(compile(leak, x86()), Error);
+}

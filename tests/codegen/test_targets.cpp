@@ -1,0 +1,166 @@
+// Every suite kernel for every GPU target: it compiles, and the launch facts read back from the
+// binary (AMD kernel descriptor, cubin .nv.info) agree with what the kernel needs. NVIDIA cubins need
+// ptxas; without it those checks are skipped with a message.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
+#include "codegen/cache.h"
+#include "codegen/code_object.h"
+#include "codegen/examples.h"
+#include "codegen/ptxas.h"
+#include "run.h"
+
+using namespace ugpu;
+using namespace ugpu::test;
+using namespace ugpu::codegen;
+
+namespace {
+int64_t explicit_kernarg_bytes(const LoweredKernel& k) {
+  int64_t n = 0;
+  for (const Param& p : k.params) {
+    int64_t sz = p.kind == Param::Kind::Buffer ? 8 : p.dtype.itemsize();
+    n = (n + sz - 1) / sz * sz + sz;
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("every suite kernel compiles for every AMDGPU target, with a descriptor that fits the kernel") {
+  for (const Target& t : all_targets()) {
+    if (t.arch != Arch::AMDGPU) continue;
+    for (const ExampleKernel& e : example_kernels()) {
+      CAPTURE(t.name);
+      CAPTURE(e.name);
+      CompileOptions o;
+      o.name = e.name;
+      auto ck = compile(kernel(e.text), t, o);
+      REQUIRE(ck->amd);
+      const AmdKernelInfo& a = *ck->amd;
+      CHECK(a.lds_bytes() == ck->kernel.shared_bytes);
+      CHECK(a.kernarg_bytes() >= explicit_kernarg_bytes(ck->kernel));
+      CHECK(a.wave32 == (t.wave_size == 32));
+      CHECK(a.entry_offset % 256 == 0);
+      CHECK(std::find(a.user_sgprs.begin(), a.user_sgprs.end(), std::string("kernarg_segment_ptr")) != a.user_sgprs.end());
+      // The workgroup ids the launch uses are the ones the descriptor enables.
+      for (int d = 0; d < 3; ++d) {
+        bool used = false;
+        for (const ir::UOp& u : ck->kernel.sink.toposort())
+          used = used || (u.op() == ir::Op::SPECIAL && u.arg_as<std::string>() == "gidx" + std::to_string(d));
+        hw::amd::Field f = d == 0 ? hw::amd::rsrc2::kWorkgroupIdX : d == 1 ? hw::amd::rsrc2::kWorkgroupIdY : hw::amd::rsrc2::kWorkgroupIdZ;
+        if (used) CHECK(f.get(a.kd.compute_pgm_rsrc2) == 1);
+      }
+      std::string isa = disassembly(*ck);
+      CHECK(isa.find("s_endpgm") != std::string::npos);
+      CHECK(isa.find("<unknown>") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("every suite kernel compiles for every NVIDIA target; ptxas assembles it when installed") {
+  auto ptxas = find_ptxas();
+  if (!ptxas) MESSAGE("skipped cubin checks: ptxas not found (set UGPU_PTXAS or install the CUDA toolkit)");
+  for (const Target& t : all_targets()) {
+    if (t.arch != Arch::NVPTX) continue;
+    for (const ExampleKernel& e : example_kernels()) {
+      CAPTURE(t.name);
+      CAPTURE(e.name);
+      CompileOptions o;
+      o.name = e.name;
+      auto ck = compile(kernel(e.text), t, o);
+      CHECK(ck->ptx.find(".entry " + e.name) != std::string::npos);
+      CHECK(ck->ptx.find(".target " + std::string(t.cpu)) != std::string::npos);
+      if (!ptxas) {
+        CHECK(ck->binary.empty());
+        CHECK(ck->note.find("ptxas not found") != std::string::npos);
+        continue;
+      }
+      REQUIRE(ck->cubin);
+      const CubinInfo& c = *ck->cubin;
+      CHECK(c.param_size == explicit_kernarg_bytes(ck->kernel));
+      CHECK(c.registers > 0);
+      CHECK(c.registers <= 255);
+      CHECK(c.shared_bytes >= ck->kernel.shared_bytes);
+      CHECK(c.text_size > 0);
+    }
+  }
+}
+
+TEST_CASE("x86 refuses a barrier; GPU limits are checked with clear errors") {
+  const ExampleKernel& g = example_kernel("group_sum");
+  CHECK_THROWS_WITH(compile(kernel(g.text), x86()), doctest::Contains("compile this kernel for a GPU target"));
+  auto big_local = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+l = RANGE(2048) {0, LOCAL}
+SINK(END(STORE(INDEX:float*(out, l), 1.0), l))
+)");
+  CHECK_THROWS_WITH(compile(big_local, find_target("sm_90")), doctest::Contains("workgroup is too large"));
+  auto shared = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+tmp = DEFINE_LOCAL:float[local]* {(0, 20000)}
+l = RANGE(64) {0, LOCAL}
+SINK(END(STORE(INDEX:float*(out, l), LOAD:float(INDEX:float[local]*(tmp, l))), l))
+)");
+  CHECK_THROWS_WITH(compile(shared, find_target("sm_90")), doctest::Contains("bytes of workgroup memory"));
+  CHECK_THROWS_WITH(find_target("gfx9000"), doctest::Contains("the targets are x86, gfx1100"));
+}
+
+TEST_CASE("launch geometry: globals reversed onto the grid, merged past three, flattened past the limits") {
+  const Target& nv = find_target("sm_90");
+  auto four = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+a = RANGE(3) {0, GLOBAL}
+b = RANGE(5) {1, GLOBAL}
+c = RANGE(7) {2, GLOBAL}
+d = RANGE(64) {3, GLOBAL}
+SINK(END(STORE(INDEX:float*(out, ((a*5 + b)*7 + c)*64 + d), 1.0), a, b, c, d))
+)");
+  auto ck = compile(four, nv);
+  LaunchDims dims = launch_dims(ck->kernel, {});
+  CHECK(dims.local[0] == 64);  // the innermost axis, cut into workgroups
+  CHECK(dims.global[0] == 1);
+  CHECK(dims.global[1] == 7);
+  CHECK(dims.global[2] == 15);  // a and b share z
+  auto tall = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+a = RANGE(100000) {0, GLOBAL}
+b = RANGE(3) {1, GLOBAL}
+SINK(END(STORE(INDEX:float*(out, a*3 + b), 1.0), a, b))
+)");
+  ck = compile(tall, nv);
+  dims = launch_dims(ck->kernel, {});
+  CHECK(dims.global[0] * dims.local[0] == 300000);  // 100000 does not fit y (65535): all in x
+  CHECK(dims.global[1] == 1);
+  auto var = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+n = DEFINE_VAR {"n", 1, 4096}
+a = RANGE(n) {0, GLOBAL}
+SINK(END(STORE(INDEX:float*(out, a), 1.0), a))
+)");
+  ck = compile(var, nv);
+  CHECK(launch_dims(ck->kernel, {1000}).global[0] == 1000);
+  CHECK_THROWS_WITH(launch_dims(ck->kernel, {5000}), doctest::Contains("outside its declared bounds"));
+}
+
+TEST_CASE("compile cache: memory hits, disk round trip, damaged files ignored") {
+  CacheEntry e{{"binary", std::string("\0\1\2", 3)}, {"ptx", "text"}, {"note", ""}};
+  std::string enc = encode_cache_entry(e);
+  CHECK(decode_cache_entry(enc) == e);
+  for (size_t cut : {size_t{0}, size_t{5}, enc.size() / 2, enc.size() - 1}) CHECK(!decode_cache_entry(enc.substr(0, cut)));
+  std::string flipped = enc;
+  flipped[20] ^= 1;
+  CHECK(!decode_cache_entry(flipped));
+
+  std::string dir = "/tmp/ugpu-test-cache-" + std::to_string(getpid());
+  DiskCache disk(dir);
+  CHECK(!disk.get("ab12"));
+  disk.put("ab12", e);
+  CHECK(disk.get("ab12") == e);
+  std::filesystem::remove_all(dir);
+
+  clear_memory_cache();
+  auto k = kernel(example_kernel("matmul").text);
+  CacheStats before = cache_stats();
+  auto a = compile(k, x86());
+  auto b = compile(k, x86());
+  CHECK(a == b);
+  CHECK(cache_stats().memory_hits == before.memory_hits + 1);
+}
