@@ -15,11 +15,11 @@ AmdKernelInfo read_amd_kernel(const ElfImage& img, const std::string& name, bool
   if (k.kd_offset > img.bytes.size() || img.bytes.size() - k.kd_offset < sizeof(hwa::KernelDescriptor))
     throw ElfError("kernel descriptor '" + name + ".kd' lies outside the image");
   std::memcpy(&k.kd, img.bytes.data() + k.kd_offset, sizeof k.kd);
-  int64_t entry = static_cast<int64_t>(k.kd_offset) + k.kd.kernel_code_entry_byte_offset;
-  if (entry < 0 || static_cast<uint64_t>(entry) >= img.bytes.size() || entry % 256 != 0)
+  uint64_t entry = k.kd_offset + static_cast<uint64_t>(k.kd.kernel_code_entry_byte_offset);  // wraps for hostile offsets
+  if (entry >= img.bytes.size() || entry % 256 != 0)
     throw ElfError("kernel descriptor '" + name + ".kd' points its entry outside the image or off a 256-byte boundary (offset " +
                    std::to_string(k.kd.kernel_code_entry_byte_offset) + ")");
-  k.entry_offset = static_cast<uint64_t>(entry);
+  k.entry_offset = entry;
   if (auto f = img.symbols.find(name); f != img.symbols.end() && f->second != k.entry_offset)
     throw ElfError("kernel descriptor '" + name + ".kd' does not point at the kernel's code");
   uint16_t props = k.kd.kernel_code_properties;

@@ -44,7 +44,8 @@ uint64_t get(const std::vector<uint8_t>& img, uint64_t at, unsigned bytes, const
   return v;
 }
 
-void fits32(int64_t v, bool is_signed, const std::string& what) {
+void fits32(uint64_t u, bool is_signed, const std::string& what) {
+  int64_t v = static_cast<int64_t>(u);
   bool ok = is_signed ? (v >= INT32_MIN && v <= INT32_MAX) : (v >= 0 && v <= static_cast<int64_t>(UINT32_MAX));
   if (!ok) throw ElfError(what + ": a 32-bit relocation does not fit (value " + std::to_string(v) + ")");
 }
@@ -127,10 +128,11 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
       std::string name = check(sym.getName(strtab), what, "reading a symbol name").str();
       int64_t v = -1;
       uint16_t shn = sym.st_shndx;
-      if (shn == llvm::ELF::SHN_ABS) v = static_cast<int64_t>(sym.st_value) - static_cast<int64_t>(base);
+      if (shn == llvm::ELF::SHN_ABS) v = static_cast<int64_t>(sym.st_value - base);
       else if (shn != llvm::ELF::SHN_UNDEF && shn < llvm::ELF::SHN_LORESERVE) {
         if (shn >= placed.size()) throw ElfError(what + ": symbol " + name + " names section " + std::to_string(shn) + ", which does not exist");
-        if (placed[shn] >= 0) v = placed[shn] + static_cast<int64_t>(sym.st_value) - static_cast<int64_t>(hdr.e_type == llvm::ELF::ET_REL ? 0 : shdrs[shn].sh_addr);
+        uint64_t rel = sym.st_value - (hdr.e_type == llvm::ELF::ET_REL ? 0 : shdrs[shn].sh_addr);
+        if (placed[shn] >= 0 && rel <= shdrs[shn].sh_size) v = placed[shn] + static_cast<int64_t>(rel);
       }
       if (sym.getType() == llvm::ELF::STT_SECTION && shn < placed.size() && placed[shn] >= 0) v = placed[shn];
       symvals.push_back({name, v});
@@ -150,8 +152,9 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
       if (symvals[sym].second < 0 && sym != 0)
         throw ElfError(what + ": undefined symbol '" + symvals[sym].first + "' (kernels may not call outside functions)");
       uint64_t at = static_cast<uint64_t>(target) + off;
-      int64_t S = sym ? static_cast<int64_t>(base) + symvals[sym].second : 0, P = static_cast<int64_t>(base + at);
-      auto A = [&](unsigned bytes) { return has_addend ? addend : static_cast<int64_t>(get(img.bytes, at, bytes, what)); };
+      // Address arithmetic wraps modulo 2^64, as it does in hardware; fits32 checks what must fit.
+      uint64_t S = sym ? base + static_cast<uint64_t>(symvals[sym].second) : 0, P = base + at;
+      auto A = [&](unsigned bytes) { return has_addend ? static_cast<uint64_t>(addend) : get(img.bytes, at, bytes, what); };
       std::string tname = std::to_string(type);
       switch (machine) {
         case ElfMachine::X86_64:
@@ -159,14 +162,14 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
             case llvm::ELF::R_X86_64_64: return put(img.bytes, at, S + A(8), 8, what);
             case llvm::ELF::R_X86_64_PC64: return put(img.bytes, at, S + A(8) - P, 8, what);
             case llvm::ELF::R_X86_64_PC32: case llvm::ELF::R_X86_64_PLT32: {
-              int64_t v = S + A(4) - P;
+              uint64_t v = S + A(4) - P;
               fits32(v, true, what);
-              return put(img.bytes, at, static_cast<uint64_t>(v), 4, what);
+              return put(img.bytes, at, v, 4, what);
             }
             case llvm::ELF::R_X86_64_32: case llvm::ELF::R_X86_64_32S: {
-              int64_t v = S + A(4);
+              uint64_t v = S + A(4);
               fits32(v, type == llvm::ELF::R_X86_64_32S, what);
-              return put(img.bytes, at, static_cast<uint64_t>(v), 4, what);
+              return put(img.bytes, at, v, 4, what);
             }
             default: break;
           }
@@ -176,18 +179,18 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
             case llvm::ELF::R_AMDGPU_NONE: return;
             case llvm::ELF::R_AMDGPU_ABS64: return put(img.bytes, at, S + A(8), 8, what);
             case llvm::ELF::R_AMDGPU_REL64: return put(img.bytes, at, S + A(8) - P, 8, what);
-            case llvm::ELF::R_AMDGPU_ABS32: case llvm::ELF::R_AMDGPU_ABS32_LO: return put(img.bytes, at, static_cast<uint64_t>(S + A(4)), 4, what);
-            case llvm::ELF::R_AMDGPU_ABS32_HI: return put(img.bytes, at, static_cast<uint64_t>(S + A(4)) >> 32, 4, what);
-            case llvm::ELF::R_AMDGPU_REL32: case llvm::ELF::R_AMDGPU_REL32_LO: return put(img.bytes, at, static_cast<uint64_t>(S + A(4) - P), 4, what);
-            case llvm::ELF::R_AMDGPU_REL32_HI: return put(img.bytes, at, static_cast<uint64_t>(S + A(4) - P) >> 32, 4, what);
+            case llvm::ELF::R_AMDGPU_ABS32: case llvm::ELF::R_AMDGPU_ABS32_LO: return put(img.bytes, at, (S + A(4)), 4, what);
+            case llvm::ELF::R_AMDGPU_ABS32_HI: return put(img.bytes, at, (S + A(4)) >> 32, 4, what);
+            case llvm::ELF::R_AMDGPU_REL32: case llvm::ELF::R_AMDGPU_REL32_LO: return put(img.bytes, at, (S + A(4) - P), 4, what);
+            case llvm::ELF::R_AMDGPU_REL32_HI: return put(img.bytes, at, (S + A(4) - P) >> 32, 4, what);
             default: break;
           }
           break;
         case ElfMachine::CUDA:
           switch (type) {
             case 2: return put(img.bytes, at, S + A(8), 8, what);
-            case 0x38: return put(img.bytes, at, static_cast<uint64_t>(S + A(4)), 4, what);
-            case 0x39: return put(img.bytes, at, static_cast<uint64_t>(S + A(4)) >> 32, 4, what);
+            case 0x38: return put(img.bytes, at, (S + A(4)), 4, what);
+            case 0x39: return put(img.bytes, at, (S + A(4)) >> 32, 4, what);
             default: break;
           }
           break;

@@ -44,10 +44,9 @@ double value_of(uint64_t bits, ir::DType t) {
 // Distance in representable values; NaN vs NaN is 0, NaN vs a number is "infinite".
 double ulps(double got, double want, ir::DType t) {
   if (std::isnan(got) || std::isnan(want)) return std::isnan(got) == std::isnan(want) ? 0 : 1e300;
-  auto ordered = [&](double v) {
-    int64_t b = static_cast<int64_t>(bits_of(v, t));
-    int64_t sign = int64_t{1} << (t.bitsize() - 1);
-    return (b & sign) ? -(b & (sign - 1)) : b;
+  auto ordered = [&](double v) -> __int128 {
+    uint64_t b = bits_of(v, t), sign = uint64_t{1} << (t.bitsize() - 1);
+    return (b & sign) ? -static_cast<__int128>(b & (sign - 1)) : static_cast<__int128>(b);
   };
   return std::abs(static_cast<double>(ordered(got) - ordered(want)));
 }
