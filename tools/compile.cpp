@@ -26,18 +26,6 @@ constexpr const char* kCompileUsage =
     "             without --emit every text stage is printed\n"
     "  --kernel   a built-in kernel; `--kernel list` lists them\n";
 
-std::string read_file(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string info(const codegen::CompiledKernel& ck) {
   const codegen::LoweredKernel& k = ck.kernel;
   std::ostringstream o;
@@ -61,6 +49,18 @@ std::string info(const codegen::CompiledKernel& ck) {
 }
 
 }  // namespace
+
+std::string read_input(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 int compile_command(const std::vector<std::string>& args) {
   std::string file, kernel_name, target = "x86", emit, out_path, name;
@@ -107,7 +107,7 @@ int compile_command(const std::vector<std::string>& args) {
   }
   if (opt < 0 || opt > 3) throw Error("-O takes 0, 1, 2 or 3");
   const codegen::Target& t = codegen::find_target(target);
-  std::string text = kernel_name.empty() ? read_file(file) : codegen::example_kernel(kernel_name).text;
+  std::string text = kernel_name.empty() ? read_input(file) : codegen::example_kernel(kernel_name).text;
   std::string where = kernel_name.empty() ? file : "kernel " + kernel_name;
   ir::UOp kernel;
   try {

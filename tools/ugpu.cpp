@@ -30,24 +30,12 @@ constexpr const char* kUsage =
     "\n"
     "The device can also be chosen with UGPU_DEVICE. The text form is described in docs/ir.md.\n";
 
-std::string read_input(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream in(path);
-  if (!in) throw ugpu::Error("cannot open '" + path + "': " + std::strerror(errno));
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int graph_command(const std::string& cmd, const std::vector<std::string>& args) {
   if (args.size() != 1) {
     std::fprintf(stderr, "ugpu %s: expected one FILE (or - for standard input)\n", cmd.c_str());
     return 2;
   }
-  std::string text = read_input(args[0]);
+  std::string text = ugpu::tools::read_input(args[0]);
   ugpu::ir::UOp u;
   try {
     u = ugpu::ir::parse(text);
