@@ -6,7 +6,7 @@
 namespace ugpu::codegen {
 namespace hwa = hw::amd;
 
-AmdKernelInfo read_amd_kernel(const ElfImage& img, const std::string& name, bool wave64_arch) {
+AmdKernelInfo read_amd_kernel(const ElfImage& img, const std::string& name) {
   AmdKernelInfo k;
   k.name = name;
   auto it = img.symbols.find(name + ".kd");
@@ -24,7 +24,7 @@ AmdKernelInfo read_amd_kernel(const ElfImage& img, const std::string& name, bool
     throw ElfError("kernel descriptor '" + name + ".kd' does not point at the kernel's code");
   uint16_t props = k.kd.kernel_code_properties;
   k.wave32 = hwa::code_props::kWavefrontSize32.get(props);
-  (void)wave64_arch;  // every target we build counts VGPRs in granules of 8 (wave32 on gfx10+, unified on gfx9)
+  // Every target codegen builds counts VGPRs in granules of 8 (wave32 on gfx10+, unified on gfx9).
   k.vgprs = static_cast<int>(hwa::rsrc1::kVgprGranules.get(k.kd.compute_pgm_rsrc1) + 1) * 8;
   k.user_sgpr_count = static_cast<int>(hwa::rsrc2::kUserSgprCount.get(k.kd.compute_pgm_rsrc2));
   const std::pair<hwa::Field, const char*> sgprs[] = {

@@ -25,9 +25,8 @@ struct AmdKernelInfo {
   uint32_t scratch_bytes() const { return kd.private_segment_fixed_size; }
   uint32_t kernarg_bytes() const { return kd.kernarg_size; }
 };
-// `image` from link_elf(..., ElfMachine::AMDGPU, ...); finds `<name>.kd`. `wave64_arch`: gfx9 targets
-// (gfx942, gfx950) run 64-wide waves and count VGPRs in granules of 8.
-AmdKernelInfo read_amd_kernel(const ElfImage& image, const std::string& name, bool wave64_arch);
+// `image` from link_elf(..., ElfMachine::AMDGPU, ...); finds `<name>.kd`.
+AmdKernelInfo read_amd_kernel(const ElfImage& image, const std::string& name);
 std::string describe(const AmdKernelInfo& k);
 
 struct CubinInfo {

@@ -83,7 +83,7 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
   }
   if (t.arch == Arch::AMDGPU) {
     ElfImage img = link_elf(ck->binary, ElfMachine::AMDGPU, 0, "AMDGPU code object");
-    ck->amd = read_amd_kernel(img, ck->kernel.name, t.wave_size == 64);
+    ck->amd = read_amd_kernel(img, ck->kernel.name);
   } else if (t.arch == Arch::NVPTX && !ck->binary.empty()) {
     ck->cubin = read_cubin(ck->binary, ck->kernel.name);
   }

@@ -58,14 +58,6 @@ const ElfSection* ElfImage::section(const std::string& name) const {
   return nullptr;
 }
 
-std::vector<std::string> elf_section_names(std::span<const uint8_t> file, const std::string& what) {
-  Elf elf = open(file, what);
-  std::vector<std::string> out;
-  for (const auto& sh : check(elf.sections(), what, "reading the section table"))
-    out.push_back(check(elf.getSectionName(sh), what, "reading a section name").str());
-  return out;
-}
-
 std::vector<uint8_t> elf_section_bytes(std::span<const uint8_t> file, const std::string& name, const std::string& what) {
   Elf elf = open(file, what);
   for (const auto& sh : check(elf.sections(), what, "reading the section table")) {

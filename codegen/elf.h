@@ -44,7 +44,5 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
 
 // The raw bytes of a (not necessarily allocated) section, e.g. a cubin's .nv.info; empty if absent.
 std::vector<uint8_t> elf_section_bytes(std::span<const uint8_t> file, const std::string& name, const std::string& what = "object");
-// Names of all sections.
-std::vector<std::string> elf_section_names(std::span<const uint8_t> file, const std::string& what = "object");
 
 }  // namespace ugpu::codegen

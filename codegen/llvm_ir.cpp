@@ -311,10 +311,6 @@ class Renderer {
     DType from = x.dtype();
     if (from == to) throw Error("internal: CAST to the same dtype reached the renderer");
     if (from.scalar == ScalarType::BFloat16) return convert(bf16_to_float(val(x)), dtypes::float32, to);
-    if (to.scalar == ScalarType::BFloat16) {
-      std::string f = from == dtypes::float32 ? val(x) : convert(val(x), from, dtypes::float32);
-      return float_to_bf16(f);
-    }
     return convert(val(x), from, to);
   }
 

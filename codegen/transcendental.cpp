@@ -106,7 +106,6 @@ UOp transcendental(Op op, const UOp& x) {
     case Op::EXP2: r = exp2_f64(xd, full); break;
     case Op::LOG2: r = log2_f64(xd, full); break;
     case Op::SIN: r = sin_f64(xd, full); break;
-    case Op::SQRT: r = UOp::alu(Op::SQRT, {xd}); break;  // every target has float64 sqrt
     default: throw Error("internal: no decomposition for " + std::string(op_name(op)));
   }
   return r.cast(t);

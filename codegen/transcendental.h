@@ -8,7 +8,7 @@
 
 namespace ugpu::codegen {
 
-ir::UOp transcendental(ir::Op op, const ir::UOp& x);  // EXP2, LOG2, SIN or SQRT of a float value
+ir::UOp transcendental(ir::Op op, const ir::UOp& x);  // EXP2, LOG2 or SIN of a float value
 ir::UOp xpow(const ir::UOp& base, const ir::UOp& exponent);
 
 }  // namespace ugpu::codegen

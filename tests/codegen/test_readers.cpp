@@ -74,13 +74,13 @@ TEST_CASE("readers reject what is not an ELF of theirs, clearly") {
   CHECK_THROWS_WITH_AS(link_elf({}, ElfMachine::X86_64, 0), doctest::Contains("too short"), ElfError);
   auto ck = compile(kernel(example_kernel("add").text), find_target("gfx1100"));
   CHECK_THROWS_WITH_AS(link_elf(ck->binary, ElfMachine::X86_64, 0), doctest::Contains("is not the expected"), ElfError);
-  CHECK_THROWS_WITH_AS(read_amd_kernel(link_elf(ck->binary, ElfMachine::AMDGPU, 0), "nope", false), doctest::Contains("nope.kd"), ElfError);
+  CHECK_THROWS_WITH_AS(read_amd_kernel(link_elf(ck->binary, ElfMachine::AMDGPU, 0), "nope"), doctest::Contains("nope.kd"), ElfError);
   CHECK_THROWS_WITH_AS(HostFunction::load(compile(kernel(example_kernel("add").text), x86())->binary, "nope"), doctest::Contains("no symbol 'nope'"), ElfError);
 }
 
 TEST_CASE("fuzz: AMDGPU code object reader") {
   auto ck = compile(kernel(example_kernel("softmax").text), find_target("gfx1100"));
-  fuzz(ck->binary, [](const std::vector<uint8_t>& b) { read_amd_kernel(link_elf(b, ElfMachine::AMDGPU, 0x100000), "kernel", false); }, 1);
+  fuzz(ck->binary, [](const std::vector<uint8_t>& b) { read_amd_kernel(link_elf(b, ElfMachine::AMDGPU, 0x100000), "kernel"); }, 1);
 }
 
 TEST_CASE("fuzz: cubin reader") {

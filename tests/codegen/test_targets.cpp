@@ -27,17 +27,24 @@ int64_t explicit_kernarg_bytes(const LoweredKernel& k) {
   }
   return n;
 }
-}  // namespace
-
-TEST_CASE("every suite kernel compiles for every AMDGPU target, with a descriptor that fits the kernel") {
+// Compiles every built-in kernel for every target of `arch` and hands each result to `check`.
+template <class F>
+void each_compiled(Arch arch, F check) {
   for (const Target& t : all_targets()) {
-    if (t.arch != Arch::AMDGPU) continue;
+    if (t.arch != arch) continue;
     for (const ExampleKernel& e : example_kernels()) {
       CAPTURE(t.name);
       CAPTURE(e.name);
       CompileOptions o;
       o.name = e.name;
-      auto ck = compile(kernel(e.text), t, o);
+      check(t, e, compile(kernel(e.text), t, o));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("every suite kernel compiles for every AMDGPU target, with a descriptor that fits the kernel") {
+  each_compiled(Arch::AMDGPU, [](const Target& t, const ExampleKernel&, const std::shared_ptr<const CompiledKernel>& ck) {
       REQUIRE(ck->amd);
       const AmdKernelInfo& a = *ck->amd;
       CHECK(a.lds_bytes() == ck->kernel.shared_bytes);
@@ -56,27 +63,19 @@ TEST_CASE("every suite kernel compiles for every AMDGPU target, with a descripto
       std::string isa = disassembly(*ck);
       CHECK(isa.find("s_endpgm") != std::string::npos);
       CHECK(isa.find("<unknown>") == std::string::npos);
-    }
-  }
+  });
 }
 
 TEST_CASE("every suite kernel compiles for every NVIDIA target; ptxas assembles it when installed") {
   auto ptxas = find_ptxas();
   if (!ptxas) MESSAGE("skipped cubin checks: ptxas not found (set UGPU_PTXAS or install the CUDA toolkit)");
-  for (const Target& t : all_targets()) {
-    if (t.arch != Arch::NVPTX) continue;
-    for (const ExampleKernel& e : example_kernels()) {
-      CAPTURE(t.name);
-      CAPTURE(e.name);
-      CompileOptions o;
-      o.name = e.name;
-      auto ck = compile(kernel(e.text), t, o);
+  each_compiled(Arch::NVPTX, [&](const Target& t, const ExampleKernel& e, const std::shared_ptr<const CompiledKernel>& ck) {
       CHECK(ck->ptx.find(".entry " + e.name) != std::string::npos);
       CHECK(ck->ptx.find(".target " + std::string(t.cpu)) != std::string::npos);
       if (!ptxas) {
         CHECK(ck->binary.empty());
         CHECK(ck->note.find("ptxas not found") != std::string::npos);
-        continue;
+        return;
       }
       REQUIRE(ck->cubin);
       const CubinInfo& c = *ck->cubin;
@@ -85,8 +84,7 @@ TEST_CASE("every suite kernel compiles for every NVIDIA target; ptxas assembles 
       CHECK(c.registers <= 255);
       CHECK(c.shared_bytes >= ck->kernel.shared_bytes);
       CHECK(c.text_size > 0);
-    }
-  }
+  });
 }
 
 TEST_CASE("x86 refuses a barrier; GPU limits are checked with clear errors") {
@@ -155,6 +153,9 @@ TEST_CASE("compile cache: memory hits, disk round trip, damaged files ignored") 
   disk.put("ab12", e);
   CHECK(disk.get("ab12") == e);
   std::filesystem::remove_all(dir);
+  DiskCache unusable("/proc/ugpu-cannot-create-this");  // put warns once and carries on
+  unusable.put("ab12", e);
+  CHECK(!unusable.get("ab12"));
 
   clear_memory_cache();
   auto k = kernel(example_kernel("matmul").text);
