@@ -31,6 +31,17 @@ k = RANGE(70) {2, REDUCE}
 acc = REDUCE:float(LOAD:float(INDEX:float*(a, i*70 + k)) * LOAD:float(INDEX:float*(b, k*45 + j)), k) {ADD}
 SINK(END(STORE(INDEX:float*(c, i*45 + j), acc), i, j))
 )"},
+      {"matmul_upcast", "c = a @ b, 32x64 by 64x48, float32: 4 columns per work-item (UPCAST), k unrolled by 4 (UNROLL), vector loads and stores", R"(c = DEFINE_GLOBAL:float* {0}
+a = DEFINE_GLOBAL:float* {1}
+b = DEFINE_GLOBAL:float* {2}
+i = RANGE(32) {0, GLOBAL}
+j = RANGE(12) {1, GLOBAL}
+ko = RANGE(16) {2, REDUCE}
+u = RANGE(4) {3, UPCAST}
+ku = RANGE(4) {4, UNROLL}
+acc = REDUCE:float(LOAD:float(INDEX:float*(a, i*64 + ko*4 + ku)) * LOAD:float(INDEX:float*(b, (ko*4 + ku)*48 + j*4 + u)), ko, ku) {ADD}
+SINK(END(STORE(INDEX:float*(c, i*48 + j*4 + u), acc), i, j, u))
+)"},
       {"softmax", "softmax over rows of a 16x200 float32 matrix: max, sum of exp, normalise, in one kernel", R"(out = DEFINE_GLOBAL:float* {0}
 x = DEFINE_GLOBAL:float* {1}
 row = RANGE(16) {0, GLOBAL}
@@ -58,15 +69,16 @@ pix = LOAD:float(INDEX:float*(img, WHERE(valid, ci*120 + iy*12 + ix, INVALID)))
 acc = REDUCE:float(pix * LOAD:float(INDEX:float*(w, co*18 + ci*9 + ky*3 + kx)), ci, ky, kx) {ADD}
 SINK(END(STORE(INDEX:float*(out, co*120 + y*12 + x), acc), co, y, x))
 )"},
-      {"gather", "embedding lookup: out[t, d] = table[ids[t], d] for 40 tokens of dimension 24, 1000-row table", R"(out = DEFINE_GLOBAL:half* {0}
+      {"gather", "embedding lookup: out[t, d] = table[ids[t], d] for 40 tokens of dimension 24, 1000-row table, 4 halves per access", R"(out = DEFINE_GLOBAL:half* {0}
 table = DEFINE_GLOBAL:half* {1}
 ids = DEFINE_GLOBAL:int32* {2}
 t = RANGE(40) {0, GLOBAL}
-d = RANGE(24) {1, GLOBAL}
+d = RANGE(6) {1, GLOBAL}
+u = RANGE(4) {2, UPCAST}
 id = CAST:index(LOAD:int32(INDEX:int32*(ids, t)))
 ok = (id > -1) & (id < 1000)
-v = LOAD:half(INDEX:half*(table, WHERE(ok, id*24 + d, INVALID)))
-SINK(END(STORE(INDEX:half*(out, t*24 + d), v), t, d))
+v = LOAD:half(INDEX:half*(table, WHERE(ok, id*24 + d*4 + u, INVALID)))
+SINK(END(STORE(INDEX:half*(out, t*24 + d*4 + u), v), t, d, u))
 )"},
       {"group_sum", "sum of 64-element rows by a 64-work-item workgroup through shared memory and a barrier (GPU only)", R"(out = DEFINE_GLOBAL:float* {0}
 x = DEFINE_GLOBAL:float* {1}

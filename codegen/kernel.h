@@ -14,6 +14,10 @@
 
 namespace ugpu::codegen {
 
+// Every buffer a kernel is given starts at a multiple of this many bytes: vector accesses
+// (codegen/vectorize.cpp) and the backends' `align` attributes rely on it, and runtimes allocate so.
+inline constexpr int kBufferAlignment = 16;
+
 // A kernel argument. Arguments are the buffers in slot order, then the variables in name order.
 struct Param {
   enum class Kind : uint8_t { Buffer, Var };

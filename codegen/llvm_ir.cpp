@@ -93,7 +93,10 @@ class Renderer {
     int as = addrspace(p);
     return as ? "ptr addrspace(" + std::to_string(as) + ")" : "ptr";
   }
-  std::string type(DType t) const { return t.is_ptr() ? ptr_type(t) : scalar_type(t); }
+  std::string type(DType t) const {
+    if (t.is_ptr()) return ptr_type(t);
+    return t.count == 1 ? scalar_type(t) : "<" + std::to_string(t.count) + " x " + scalar_type(t.element()) + ">";
+  }
 
   std::string literal(const UOp& c) const {
     DType t = c.dtype();
@@ -226,7 +229,7 @@ class Renderer {
         return;
       }
       case Op::INDEX: {
-        emit(r + " = getelementptr inbounds " + scalar_type(dt.base()) + ", " + tv(src[0]) + ", " + tv(src[1]));
+        emit(r + " = getelementptr inbounds " + scalar_type(dt.element()) + ", " + tv(src[0]) + ", " + tv(src[1]));
         if (src.size() == 3) gates_[u.get()] = val(src[2]);
         break;
       }
@@ -270,6 +273,16 @@ class Renderer {
           call("void", "llvm.nvvm.barrier.cta.sync.aligned.all", {"i32 0"}, "i32");
         }
         return;
+      case Op::GEP: emit(r + " = extractelement " + tv(src[0]) + ", i32 " + std::to_string(u.arg_as<Ints>()[0])); break;
+      case Op::VECTORIZE: {
+        std::string v = "poison";
+        for (size_t l = 0; l < src.size(); ++l) {
+          std::string n = l + 1 == src.size() ? r : fresh();
+          emit(n + " = insertelement " + type(dt) + " " + v + ", " + tv(src[l]) + ", i32 " + std::to_string(l));
+          v = n;
+        }
+        break;
+      }
       case Op::WHERE: emit(r + " = select i1 " + val(src[0]) + ", " + tv(src[1]) + ", " + tv(src[2])); break;
       case Op::CAST: names_[u.get()] = cast(src[0], dt); return;
       case Op::BITCAST:

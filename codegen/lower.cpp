@@ -24,7 +24,7 @@ void check_supported(const UOp& sink) {
     if (g == OpGroup::Movement || u.op() == Op::REDUCE_AXIS)
       throw Error(std::string(op_name(u.op())) + " is a tensor-level op; kernels index buffers with INDEX and reduce over RANGEs with REDUCE: " + to_inline(u, 100));
     if (u.op() == Op::VECTORIZE || u.op() == Op::GEP || u.dtype().count != 1)
-      throw Error("vector values are not supported in kernels yet (" + u.dtype().name() + "): " + to_inline(u, 100));
+      throw Error("kernels are written with scalar values (" + u.dtype().name() + "); codegen makes vector accesses itself from UPCAST axes: " + to_inline(u, 100));
     if (u.op() == Op::IF || u.op() == Op::ENDIF)
       throw Error("IF/ENDIF are not part of kernel input: put the condition in the INDEX as a gate");
     ScalarType s = u.dtype().scalar;
@@ -87,8 +87,10 @@ LoweredKernel lower(const UOp& kernel, const Target& t, const std::string& name)
   LoweredKernel k;
   k.name = sanitize_kernel_name(name);
   UOp s = move_gates(kernel);
+  s = expand(s);
   s = add_gpudims(s, t, k.global_size, k.local_size);
   s = graph_rewrite(s, symbolic());
+  s = vectorize_memory(s);
   s = lower_reduce(s);
   s = decompose(s, t);
   s = lower_index_dtype(s);

@@ -15,12 +15,21 @@ namespace ugpu::codegen {
 // an error.
 ir::UOp move_gates(const ir::UOp& sink);
 
+// expand.cpp: UPCAST and UNROLL ranges (constant size, at most 64) are unrolled: an END's body is
+// copied per iteration into a GROUP, a REDUCE's value combined across iterations with its op.
+ir::UOp expand(const ir::UOp& sink);
+
 // gpudims.cpp: GPU targets map GLOBAL ranges to workgroup ids (innermost axis to x) and LOCAL ranges
 // to work-item ids, merging or flattening dimensions to fit the target's grid, and splitting the
 // innermost global axis into workgroups when the kernel names no LOCAL axis. Fills the launch sizes.
 // On x86 every range stays a loop and BARRIER is refused.
 ir::UOp add_gpudims(const ir::UOp& sink, const Target& target, std::array<ir::UOp, 3>& global_size,
                     std::array<ir::UOp, 3>& local_size);
+
+// vectorize.cpp: loads of consecutive elements of one buffer (same gate, base + 0, 1, ...), and such
+// stores within one GROUP, become one access of up to 16 bytes where the index proves the alignment.
+// Values are taken out with GEP and put in with VECTORIZE.
+ir::UOp vectorize_memory(const ir::UOp& sink);
 
 // lower_reduce.cpp: REDUCE becomes an accumulator (DEFINE_REG) reset to the op's identity where the
 // reduce's enclosing loops are, updated inside the reduce loops, read after them. Sums and products

@@ -93,7 +93,7 @@ int compile_command(const std::vector<std::string>& args) {
     }
   }
   if (kernel_name == "list") {
-    for (const auto& e : codegen::example_kernels()) std::printf("%-10s %s\n", e.name.c_str(), e.description.c_str());
+    for (const auto& e : codegen::example_kernels()) std::printf("%-14s %s\n", e.name.c_str(), e.description.c_str());
     return 0;
   }
   if (file.empty() == kernel_name.empty()) {

@@ -1,6 +1,10 @@
 // Test helpers: compile a kernel for x86 and run it on host buffers.
 #pragma once
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,11 +44,31 @@ inline std::shared_ptr<const codegen::CompiledKernel> run_x86(const ir::UOp& ker
   auto ck = codegen::compile(kernel, x86(), o);
   codegen::HostFunction fn = codegen::HostFunction::load(ck->binary, ck->kernel.name);
   std::vector<uint64_t> args;
-  for (Buf* b : bufs) args.push_back(reinterpret_cast<uint64_t>(b->bytes.data()));
+  for (Buf* b : bufs) {
+    if (reinterpret_cast<uintptr_t>(b->bytes.data()) % codegen::kBufferAlignment) throw std::runtime_error("test buffer is not aligned");
+    args.push_back(reinterpret_cast<uint64_t>(b->bytes.data()));
+  }
   for (int64_t v : vars) args.push_back(static_cast<uint64_t>(v));
   fn(args.data());
   return ck;
 }
+
+// `n` floats with unmapped pages right before and after: touching outside them kills the process.
+// The data ends at the upper guard page; with n a multiple of 4 it starts 16-byte aligned.
+struct Guarded {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), len;
+  uint8_t* base;
+  float* data;
+  explicit Guarded(size_t n) {
+    len = (n * sizeof(float) + page - 1) / page * page;
+    base = static_cast<uint8_t*>(mmap(nullptr, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base == MAP_FAILED || mprotect(base + page, len, PROT_READ | PROT_WRITE) != 0) throw std::runtime_error("cannot map guarded test memory");
+    data = reinterpret_cast<float*>(base + page + len - n * sizeof(float));
+  }
+  ~Guarded() { munmap(base, len + 2 * page); }
+  Guarded(const Guarded&) = delete;
+  Guarded& operator=(const Guarded&) = delete;
+};
 
 inline ir::UOp kernel(const std::string& text) { return ir::parse(text); }
 

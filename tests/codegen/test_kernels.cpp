@@ -2,8 +2,6 @@
 // compared with a scalar C++ reference (exact for integers and for float kernels whose order of
 // operations is fixed; ULP-bounded where a decomposed transcendental is involved).
 #include <doctest/doctest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -230,22 +228,6 @@ TEST_CASE("kernel suite: conv2d with zero padding through masked loads") {
   CHECK(bad == 0);
 }
 
-namespace {
-// `n` floats with unmapped pages right before and after: touching outside them kills the process.
-struct Guarded {
-  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), len;
-  uint8_t* base;
-  float* data;
-  explicit Guarded(size_t n) {
-    len = (n * sizeof(float) + page - 1) / page * page;
-    base = static_cast<uint8_t*>(mmap(nullptr, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    REQUIRE(base != MAP_FAILED);
-    REQUIRE(mprotect(base + page, len, PROT_READ | PROT_WRITE) == 0);
-    data = reinterpret_cast<float*>(base + page + len - n * sizeof(float));  // ends exactly at the guard page
-  }
-  ~Guarded() { munmap(base, len + 2 * page); }
-};
-}  // namespace
 
 TEST_CASE("kernel suite: a masked load never touches the masked-off address") {
   // out[i] = x[i - 3] for 3 <= i < n + 3, else -1 (a pad of 3 on both sides); x sits between guard pages.
