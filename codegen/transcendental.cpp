@@ -6,14 +6,17 @@
 //             built from exponent bits in two halves (so 2^n may be subnormal or overflow to inf).
 //   log2(x):  x = m * 2^e with m in [sqrt(1/2), sqrt(2)];  log2(m) = 2/ln2 * atanh(t), t = (m-1)/(m+1),
 //             by the odd series of atanh;  subnormals scaled by 2^64 first.
-//   sin(x):   n = round(x * 2/pi), r = x - n*pi/2 with pi/2 split in three (Cody-Waite: the first two
-//             parts have 26 bits, so n*part is exact while |n| < 2^27);  sin or cos of r by Taylor
-//             series, chosen and signed by n mod 4.
+//   sin(x):   n = round(x * 2/pi), r = x - n*pi/2, for |x| < 2^20 with pi/2 split in three (Cody-Waite:
+//             the first two parts have 26 bits, so n*part is exact), above by Payne-Hanek: x * 2/pi mod 4
+//             in exact integer arithmetic on a 192-bit window of 2/pi's bits (codegen/two_over_pi.h);
+//             sin or cos of r by Taylor series, chosen and signed by n mod 4.
 //   pow(x,y): exp2(y * log2|x|) with C's rules for signs, zeros, ones, infinities and NaN.
 #include "codegen/transcendental.h"
 
 #include <cmath>
+#include <iterator>
 
+#include "codegen/two_over_pi.h"
 #include "common/error.h"
 #include "ir/text.h"
 
@@ -21,9 +24,11 @@ namespace ugpu::codegen {
 using namespace ir;
 namespace {
 
-const DType F = dtypes::float64, I = dtypes::int64;
+const DType F = dtypes::float64, I = dtypes::int64, U = dtypes::uint64;
 UOp f(double v) { return UOp::const_float(F, v); }
 UOp i64(int64_t v) { return UOp::const_int(I, v); }
+UOp u64(uint64_t v) { return UOp::const_int(U, static_cast<int64_t>(v)); }
+UOp shr(const UOp& a, int64_t n) { return UOp::alu(Op::SHR, {a, UOp::const_like(a, static_cast<double>(n))}); }
 UOp lt(const UOp& a, const UOp& b) { return a.lt(b); }
 UOp sel(const UOp& c, const UOp& a, const UOp& b) { return c.where(a, b); }
 UOp div(const UOp& a, const UOp& b) { return UOp::alu(Op::FDIV, {a, b}); }
@@ -74,11 +79,85 @@ UOp log2_f64(const UOp& x, bool full) {
   return sel(isnan(x) | lt(x, f(0)), f(NAN), sel(x.eq(f(0)), -inf, sel(x.eq(inf), inf, l)));
 }
 
-UOp sin_f64(const UOp& x, bool full) {
-  // pi/2 = C1 + C2 + C3, C1 and C2 with 26 significant bits.
+// A quadrant count n (any integer; n mod 4 matters) and r = x - n*pi/2 in [-pi/4, pi/4].
+struct Reduced {
+  UOp n, r;
+};
+
+// Cody-Waite: pi/2 = C1 + C2 + C3, C1 and C2 with 26 significant bits, so n*C1 and n*C2 are exact.
+Reduced cody_waite(const UOp& x) {
   constexpr double kC1 = 0x1.921fb58p+0, kC2 = -0x1.dde974p-27, kC3 = 0x1.1a62633145c07p-54;
   UOp n = round_half_up(x * f(M_2_PI));
-  UOp r = ((x - n * f(kC1)) - n * f(kC2)) - n * f(kC3);
+  return {n.cast(I), ((x - n * f(kC1)) - n * f(kC2)) - n * f(kC3)};
+}
+
+// Payne-Hanek, for |x| = m * 2^e (m the 53-bit integer significand) up to 2^(max_exp+1). Bits of
+// 2/pi worth 4 or more after multiplying by 2^e do not change x*2/pi mod 4, so x*2/pi mod 4 =
+// 4 * frac(m * G) where G is 2/pi's bits from bit e-1 on, as a fraction (G = 2^(e-2) * 2/pi mod 1).
+// m * G is formed exactly over 192 bits of G in 32-bit limbs; the 2^-139 it leaves out cannot
+// move a result that is at least ~2^-62 from a multiple of pi/2 (the closest any double gets).
+Reduced payne_hanek(const UOp& x, int max_exp) {
+  UOp bits = x.bitcast(U);
+  UOp e = (shr(bits, 52) & u64(0x7ff)).cast(I) - i64(1075);
+  UOp m = (bits & u64((uint64_t{1} << 52) - 1)) | u64(uint64_t{1} << 52);
+  // The 64-bit words of G: 2/pi's words k.. shifted left by sh, where 64k + sh = e - 2.
+  UOp start = e - i64(2), k = shr(start, 6), sh = (start & i64(63)).cast(U);
+  int64_t k_max = (max_exp - 52 + 1 - 2) >> 6;  // the largest k an infinite input (e = max_exp - 51) gives
+  auto word = [&](int j) {  // kTwoOverPi[k + j], 0 outside the table
+    UOp w = u64(0);
+    for (int64_t v = -1; v <= k_max; ++v)
+      if (v + j >= 0 && v + j < static_cast<int64_t>(std::size(kTwoOverPi))) w = sel(k.eq(i64(v)), u64(kTwoOverPi[v + j]), w);
+    return w;
+  };
+  UOp w[4] = {word(0), word(1), word(2), word(3)};
+  UOp back = u64(63) - sh;
+  std::vector<UOp> g;  // G's six 32-bit limbs, most significant first
+  for (int j = 0; j < 3; ++j) {
+    UOp gj = (w[j] << sh) | UOp::alu(Op::SHR, {shr(w[j + 1], 1), back});  // sh = 0 shifts w[j+1] out entirely
+    g.push_back(shr(gj, 32));
+    g.push_back(gj & u64(0xffffffff));
+  }
+  // m * G's fraction bits, six limbs of 32 (limb 5 most significant): column sums, then carries.
+  UOp ml = m & u64(0xffffffff), mh = shr(m, 32), lo32 = u64(0xffffffff);
+  std::vector<UOp> col(6, u64(0));
+  auto add = [&](int c, const UOp& v) {
+    if (c >= 0 && c < 6) col[c] = col[c] + v;
+  };
+  for (int i = 0; i < 6; ++i) {
+    UOp pl = ml * g[i], ph = mh * g[i];
+    add(5 - i, pl & lo32), add(6 - i, shr(pl, 32)), add(6 - i, ph & lo32), add(7 - i, shr(ph, 32));
+  }
+  UOp carry = u64(0);
+  std::vector<UOp> limb(6);
+  for (int c = 0; c < 6; ++c) {
+    UOp sum = col[c] + carry;
+    limb[c] = sum & lo32, carry = shr(sum, 32);
+  }
+  // Quadrant bits, then the 190 fraction bits; at or past one half, 1 - fraction instead (two's
+  // complement of the limbs), so that what is near a multiple of pi/2 keeps all its bits.
+  UOp q = shr(limb[5], 30).cast(I);
+  UOp up = (limb[5] & u64(0x20000000)).ne(u64(0));
+  limb[5] = limb[5] & u64(0x3fffffff);
+  carry = sel(up, u64(1), u64(0));
+  for (int c = 2; c < 6; ++c) {
+    UOp mask = u64(c == 5 ? 0x3fffffff : 0xffffffff);
+    UOp sum = sel(up, UOp::alu(Op::XOR, {limb[c], mask}), limb[c]) + carry;
+    limb[c] = sum & mask, carry = shr(sum, c == 5 ? 30 : 32);
+  }
+  UOp frac = limb[2].cast(F) * f(0x1p-32);  // |distance| to the nearest multiple, in quadrants
+  frac = (limb[3].cast(F) + frac) * f(0x1p-32);
+  frac = (limb[4].cast(F) + frac) * f(0x1p-32);
+  frac = (limb[5].cast(F) + frac) * f(0x1p-30);
+  UOp t = sel(up, -frac, frac);
+  constexpr double kP1 = 0x1.921fb54442d18p+0, kP2 = 0x1.1a62633145c07p-54;  // pi/2 = P1 + P2
+  return {q + sel(up, i64(1), i64(0)), t * f(kP1) + t * f(kP2)};
+}
+
+UOp sin_f64(const UOp& x, bool full, int max_exp) {
+  UOp neg = lt(x, f(0)), ax = sel(neg, -x, x);
+  Reduced cw = cody_waite(x), ph = payne_hanek(ax, max_exp);
+  UOp small = lt(ax, f(0x1p20));
+  UOp n = sel(small, cw.n, sel(neg, -ph.n, ph.n)), r = sel(small, cw.r, sel(neg, -ph.r, ph.r));
   UOp r2 = r * r;
   int sin_terms = full ? 9 : 5, cos_terms = full ? 9 : 6;
   std::vector<double> s(sin_terms), c(cos_terms);
@@ -90,7 +169,7 @@ UOp sin_f64(const UOp& x, bool full) {
     if (k % 2 == 0 && k / 2 < cos_terms) c[k / 2] = v;
   }
   UOp sn = r * horner(r2, s), cs = horner(r2, c);
-  UOp q = n.cast(I) & i64(3);
+  UOp q = n & i64(3);
   UOp v = sel(q.eq(i64(0)), sn, sel(q.eq(i64(1)), cs, sel(q.eq(i64(2)), -sn, -cs)));
   return sel(isnan(x) | x.eq(f(INFINITY)) | x.eq(f(-INFINITY)), f(NAN), v);
 }
@@ -105,7 +184,7 @@ UOp transcendental(Op op, const UOp& x) {
   switch (op) {
     case Op::EXP2: r = exp2_f64(xd, full); break;
     case Op::LOG2: r = log2_f64(xd, full); break;
-    case Op::SIN: r = sin_f64(xd, full); break;
+    case Op::SIN: r = sin_f64(xd, full, t.scalar == ScalarType::Half ? 15 : full ? 1023 : 127); break;
     default: throw Error("internal: no decomposition for " + std::string(op_name(op)));
   }
   return r.cast(t);

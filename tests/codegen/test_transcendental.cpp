@@ -74,9 +74,13 @@ struct Case {
 
 double run_case(const Case& c, ir::DType t) {
   std::vector<double> xs = inputs(t, c.lo, c.hi, 11), ys = inputs(t, -8, 8, 12);
-  if (std::string(c.op) == "SIN") {  // the Cody-Waite reduction is exact for |x| < 2^27 * pi/2
-    for (double& x : xs)
-      if (std::abs(x) > 2e8 && std::isfinite(x)) x = std::fmod(x, 2e8);
+  if (std::string(c.op) == "SIN") {
+    // Arguments where the reduction is hardest: around the switch to Payne-Hanek (2^20), the double
+    // closest to a multiple of pi/2 (6381956970095103 * 2^797, about 2^-61 away), the largest values.
+    for (double x : {0x1p20, std::nextafter(0x1p20, 0.0), 0x1p20 + 1, 1e6 * M_PI_2, 0x1p27 * M_PI_2, 1e22, 0x1.fffffep127,
+                     std::ldexp(6381956970095103.0, 797), -std::ldexp(6381956970095103.0, 797), 0x1.fffffffffffffp1023,
+                     -0x1.fffffffffffffp1023, 65504.0, 355.0, 103993.0})
+      xs.push_back(x);
   }
   size_t n = xs.size(), sz = static_cast<size_t>(t.itemsize());
   Buf X{std::vector<uint8_t>(n * sz + 64)}, Y{std::vector<uint8_t>(n * sz + 64)}, O{std::vector<uint8_t>(n * sz + 64)};
