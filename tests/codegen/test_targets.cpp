@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "codegen/cache.h"
@@ -164,4 +165,44 @@ TEST_CASE("compile cache: memory hits, disk round trip, damaged files ignored") 
   auto b = compile(k, x86());
   CHECK(a == b);
   CHECK(cache_stats().memory_hits == before.memory_hits + 1);
+}
+
+TEST_CASE("compile cache: processes writing and reading the same keys at once never see a torn file") {
+  // Four processes each write their own 256 KiB entries under three shared keys and read them back
+  // in a tight loop; every read must be absent or exactly one writer's entry.
+  std::string dir = "/tmp/ugpu-test-cache-race-" + std::to_string(getpid());
+  auto entry_of = [](int writer, int round) {
+    return CacheEntry{{"binary", std::string(256 * 1024, static_cast<char>('a' + writer))}, {"round", std::to_string(round)}};
+  };
+  std::vector<pid_t> kids;
+  for (int w = 0; w < 4; ++w) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      DiskCache disk(dir);
+      int bad = 0, hits = 0;
+      for (int round = 0; round < 60; ++round) {
+        std::string key = "k" + std::to_string(round % 3);
+        disk.put(key, entry_of(w, round));
+        auto got = disk.get(key);
+        if (!got) continue;
+        ++hits;
+        const std::string& bin = got->at("binary");
+        bad += bin.size() != 256 * 1024 || bin.find_first_not_of(bin[0]) != std::string::npos || bin[0] < 'a' || bin[0] > 'd';
+      }
+      _exit(bad || hits == 0 ? 1 : 0);
+    }
+    kids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : kids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  CHECK(failed == 0);
+  size_t stray = 0;  // no temporary files are left behind
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) stray += f.is_regular_file() && f.path().extension() != ".bin";
+  CHECK(stray == 0);
+  std::filesystem::remove_all(dir);
 }
