@@ -22,8 +22,9 @@ struct Buf {
   template <class T>
   static Buf of(const std::vector<T>& v) {
     Buf b;
-    b.bytes.resize(v.size() * sizeof(T) + 64);
-    std::memcpy(b.bytes.data(), v.data(), v.size() * sizeof(T));
+    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+    b.bytes.assign(p, p + v.size() * sizeof(T));
+    b.bytes.resize(b.bytes.size() + 64);
     return b;
   }
   template <class T>
