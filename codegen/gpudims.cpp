@@ -58,6 +58,41 @@ const PatternMatcher& end_fixup() {
   return pm;
 }
 
+// On the host, the outermost GLOBAL range r is cut into `parts` contiguous pieces, one per call:
+// r = lo + j with lo = part*n // parts and j a loop over the piece. `part` and `parts` are the x86
+// function's own arguments (codegen/host.h); the rest of the kernel stays loops.
+struct HostSplit {
+  UOp value, range;
+};
+const PatternMatcher& end_to_piece() {
+  static const PatternMatcher pm("host-split-end", {Rule(UPat(Op::END), [](const Match& m) {
+    const UOp& e = m.node();
+    const HostSplit& h = m.ctx<HostSplit>();
+    std::vector<UOp> src(e.src().begin(), e.src().end());
+    bool changed = false;
+    for (size_t i = 1; i < src.size(); ++i)
+      if (src[i] == h.value) src[i] = h.range, changed = true;
+    return changed ? UOp::make(Op::END, e.dtype(), src) : UOp();
+  })});
+  return pm;
+}
+
+UOp split_for_threads(const UOp& sink, const std::vector<UOp>& globals, std::array<UOp, 3>& global_size) {
+  if (globals.empty()) return sink;
+  const UOp& r = globals[0];
+  UOp n = r.src(0);
+  UOp part = special("part", n), parts = special("parts", n + UOp::const_int(dtypes::index, 1));
+  // min(x, n) as -max(-x, -n): the bounds analysis then knows lo and hi stay within [0, n].
+  auto at_most_n = [&](const UOp& x) { return -UOp::alu(Op::MAX, {-x, -n}); };
+  UOp lo = at_most_n(UOp::alu(Op::FLOORDIV, {part * n, parts}));
+  UOp hi = at_most_n(UOp::alu(Op::FLOORDIV, {(part + UOp::const_int(dtypes::index, 1)) * n, parts}));
+  HostSplit h;
+  h.range = UOp::range(hi - lo, r.arg_as<RangeArg>().axis, AxisType::LOOP);
+  h.value = lo + h.range;
+  global_size[0] = n;
+  return graph_rewrite(substitute(sink, {{r, h.value}}), end_to_piece(), &h);
+}
+
 }  // namespace
 
 UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_size, std::array<UOp, 3>& local_size) {
@@ -77,10 +112,10 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
     if (axis_type(u) == AxisType::GLOBAL) globals.push_back(u);
     if (axis_type(u) == AxisType::LOCAL) locals.push_back(u);
   }
-  if (!t.gpu()) return sink;
   auto by_axis = [](const UOp& a, const UOp& b) { return a.arg_as<RangeArg>().axis < b.arg_as<RangeArg>().axis; };
   std::sort(globals.begin(), globals.end(), by_axis);
   std::sort(locals.begin(), locals.end(), by_axis);
+  if (!t.gpu()) return split_for_threads(sink, globals, global_size);
 
   std::unordered_map<UOp, UOp, UOpHash> repl;
   if (locals.size() > 3) throw Error("the kernel has " + std::to_string(locals.size()) + " LOCAL axes; GPUs have 3 work-item dimensions");

@@ -29,7 +29,7 @@ HostFunction HostFunction::load(std::span<const uint8_t> object, const std::stri
   if (mprotect(mem, mapped, PROT_READ | PROT_EXEC) != 0)
     throw Error(std::string("cannot make kernel code executable (mprotect): ") + std::strerror(errno) +
                 "; a security policy may forbid executable memory");
-  f.fn_ = reinterpret_cast<void (*)(const uint64_t*)>(static_cast<uint8_t*>(mem) + it->second);
+  f.fn_ = reinterpret_cast<void (*)(const uint64_t*, int64_t, int64_t)>(static_cast<uint8_t*>(mem) + it->second);
   return f;
 }
 

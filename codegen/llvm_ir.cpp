@@ -158,7 +158,7 @@ class Renderer {
       }
       return;
     }
-    params_ = "ptr noundef %args";
+    params_ = "ptr noundef %args, i64 noundef %part, i64 noundef %parts";
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const Param& p = k_.params[i];
       std::string slot = "%arg" + std::to_string(i);
@@ -199,6 +199,13 @@ class Renderer {
       }
       case Op::SPECIAL: {
         const std::string& name = u.arg_as<std::string>();
+        if (!t_.gpu()) {  // "part" or "parts": the host function's arguments
+          std::string a = "%" + name;
+          if (dt.bitsize() == 64) names_[u.get()] = a;
+          else emit(r + " = trunc i64 " + a + " to " + type(dt));
+          if (dt.bitsize() == 64) return;
+          break;
+        }
         char dim = "xyz"[name.back() - '0'];
         bool group = name[0] == 'g';
         std::string fn = t_.arch == Arch::AMDGPU ? std::string("llvm.amdgcn.") + (group ? "workgroup.id." : "workitem.id.") + dim

@@ -21,8 +21,9 @@ UOp lower_index_dtype(const UOp& sink) {
       if (s.dtype() == dtypes::index && src.back().dtype() == dtypes::int64) wide = true;
     }
     DType w = wide ? dtypes::int64 : dtypes::int32;
-    // Index sources of one node share a width (except INDEX, whose offset may be either).
-    if (u.op() != Op::INDEX)
+    // Index sources of arithmetic share a width; INDEX takes either, and END/REDUCE name their
+    // ranges, which keep their own.
+    if (is_alu(u.op()) || u.op() == Op::RANGE || u.op() == Op::SPECIAL)
       for (size_t i = 0; i < src.size(); ++i)
         if (u.src(i).dtype() == dtypes::index) src[i] = src[i].cast(w);
     UOp n;

@@ -22,7 +22,9 @@ ir::UOp expand(const ir::UOp& sink);
 // gpudims.cpp: GPU targets map GLOBAL ranges to workgroup ids (innermost axis to x) and LOCAL ranges
 // to work-item ids, merging or flattening dimensions to fit the target's grid, and splitting the
 // innermost global axis into workgroups when the kernel names no LOCAL axis. Fills the launch sizes.
-// On x86 every range stays a loop and BARRIER is refused.
+// On x86 the outermost GLOBAL range is cut into contiguous pieces, one per call (`part` of `parts`,
+// the function's own arguments, for worker threads), every other range stays a loop, and BARRIER is
+// refused.
 ir::UOp add_gpudims(const ir::UOp& sink, const Target& target, std::array<ir::UOp, 3>& global_size,
                     std::array<ir::UOp, 3>& local_size);
 

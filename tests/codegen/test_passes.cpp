@@ -1,6 +1,9 @@
 // Unit tests of single passes where the behaviour is specified exactly.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "codegen/passes.h"
 #include "run.h"
 
@@ -42,6 +45,24 @@ SINK(END(STORE(INDEX:float*(out, i*70000 + j), 1.0), i, j))
   CHECK(saw64);  // 70000*70000 > 2^31
 }
 
+TEST_CASE("an END closing an int64 loop and an int32 loop keeps both") {
+  auto k = kernel(R"(out = DEFINE_GLOBAL:int32* {0}
+n = DEFINE_VAR:index {"n", 1, 5000000000}
+i = RANGE(n) {0, LOOP}
+j = RANGE(3) {1, LOOP}
+SINK(END(STORE(INDEX:int32*(out, WHERE(i < 4, i*3 + j, INVALID)), CAST:int32(i*10 + j)), i, j))
+)");
+  Buf O = Buf::zeros<int32_t>(12);
+  auto ck = run_x86(k, {&O}, {4});
+  bool mixed = false;
+  for (const UOp& u : ck->kernel.linear)
+    if (u.op() == ir::Op::RANGE) mixed = mixed || u.dtype() == ir::dtypes::int64;
+  CHECK(mixed);
+  auto o = O.as<int32_t>(12);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j) CHECK(o[i * 3 + j] == i * 10 + j);
+}
+
 TEST_CASE("linearizer: reduce init before its loop, result after; bad nesting is an error") {
   auto ck = compile(kernel(R"(out = DEFINE_GLOBAL:float* {0}
 x = DEFINE_GLOBAL:float* {1}
@@ -70,4 +91,27 @@ r = RANGE(8) {0, LOOP}
 SINK(STORE(INDEX:float*(out, 0), CAST:float(r)), END(STORE(INDEX:float*(out, r), 1.0), r))
 )");
   CHECK_THROWS_AS(compile(leak, x86()), Error);
+}
+
+TEST_CASE("x86: a launch cut into parts computes every output exactly once, also from several threads") {
+  // out[i, j] += 1 for the 33x45 grid of the matmul's shape: any output covered twice or never shows.
+  auto k = kernel(R"(out = DEFINE_GLOBAL:int32* {0}
+i = RANGE(33) {0, GLOBAL}
+j = RANGE(45) {1, GLOBAL}
+p = INDEX:int32*(out, i*45 + j)
+SINK(END(STORE(p, LOAD:int32(p) + 1), i, j))
+)");
+  auto ck = compile(k, x86());
+  CHECK(ck->kernel.global_size[0].const_int() == 33);
+  HostFunction fn = HostFunction::load(ck->binary, ck->kernel.name);
+  for (int parts : {1, 2, 3, 7, 32, 33}) {
+    Buf O = Buf::zeros<int32_t>(33 * 45);
+    uint64_t args[] = {reinterpret_cast<uint64_t>(O.bytes.data())};
+    std::vector<std::thread> threads;
+    for (int part = 0; part < parts; ++part) threads.emplace_back([&, part] { fn(args, part, parts); });
+    for (auto& t : threads) t.join();
+    auto o = O.as<int32_t>(33 * 45);
+    CAPTURE(parts);
+    CHECK(std::count(o.begin(), o.end(), 1) == 33 * 45);
+  }
 }
