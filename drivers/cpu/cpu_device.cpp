@@ -1,0 +1,268 @@
+#include "drivers/cpu/cpu_device.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ugpu::cpu {
+using hcq::Val;
+
+namespace {
+
+uint32_t header(Cmd c, size_t dwords) { return static_cast<uint32_t>(c) | static_cast<uint32_t>(dwords) << 8; }
+uint64_t get64(const uint32_t* p) { return p[0] | static_cast<uint64_t>(p[1]) << 32; }
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+class CpuQueue : public hcq::HWQueue {
+ public:
+  using HWQueue::HWQueue;
+
+ protected:
+  void emit_wait(const hcq::Signal& s, Val v) override {
+    put32(header(Cmd::Wait, 5)), put64(s.address()), put64(v);
+  }
+  void emit_signal(const hcq::Signal& s, Val v) override {
+    put32(header(Cmd::Signal, 5)), put64(s.address()), put64(v);
+  }
+  void emit_timestamp(const hcq::Signal& s) override { put32(header(Cmd::Timestamp, 3)), put64(s.address()); }
+  void emit_memory_barrier() override { put32(header(Cmd::Barrier, 1)); }
+  void emit_exec(const hcq::Program& p, uint64_t* kernargs, size_t) override {
+    put32(header(Cmd::Exec, 5)), put64(reinterpret_cast<uint64_t>(&p)), put64(reinterpret_cast<uint64_t>(kernargs));
+  }
+  void emit_copy(Val dst, Val src, uint64_t bytes) override {
+    put32(header(Cmd::Copy, 7)), put64(dst), put64(src), put64(bytes);
+  }
+};
+
+}  // namespace
+
+CpuProgram::CpuProgram(std::shared_ptr<const codegen::CompiledKernel> k) : ck_(std::move(k)) {
+  fn_ = codegen::HostFunction::load(ck_->binary, ck_->kernel.name);
+  name = ck_->kernel.name;
+  for (const codegen::Param& p : ck_->kernel.params) (p.kind == codegen::Param::Kind::Buffer ? buffers : vars) += 1;
+  const ir::UOp& g = ck_->kernel.global_size[0];
+  split_ = g.is_const() ? std::max<int64_t>(g.const_int(), 1) : 1;
+}
+
+CpuDevice::CpuDevice(int workers, size_t ring_dwords) : hcq::Device("cpu"), ring_(ring_dwords) {
+  if (ring_dwords < 64) throw Error("the CPU device's ring needs at least 64 dwords");
+  int n = workers > 0 ? workers : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  cp_ = std::thread([this] { processor(); });
+}
+
+CpuDevice::~CpuDevice() {
+  stop_ = true;
+  doorbell_.notify_all();
+  {
+    std::lock_guard lock(job_mu_);
+    ++job_gen_;
+  }
+  job_cv_.notify_all();
+  // A kernel that never ends cannot be stopped: then the threads are left behind (and the memory
+  // they use leaks) rather than joined forever. Waits and idle threads stop.
+  bool hung = in_kernel_.load();
+  for (std::thread* t : {&cp_}) hung ? t->detach() : t->join();
+  for (std::thread& t : workers_) hung ? t.detach() : t.join();
+}
+
+std::unique_ptr<hcq::HWQueue> CpuDevice::compute_queue() { return std::make_unique<CpuQueue>(*this); }
+
+hcq::Buffer CpuDevice::alloc(size_t bytes) {
+  size_t n = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, n);
+  if (!p) throw Error("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, n);
+  hcq::Buffer b;
+  b.va = reinterpret_cast<uint64_t>(p), b.size = bytes, b.host = p;
+  b.owner = std::shared_ptr<void>(p, std::free);
+  return b;
+}
+
+std::shared_ptr<uint32_t[]> CpuDevice::command_memory(size_t dwords) { return std::make_shared<uint32_t[]>(std::max<size_t>(dwords, 1)); }
+
+std::shared_ptr<CpuProgram> CpuDevice::load(const ir::UOp& kernel, const std::string& name) {
+  codegen::CompileOptions o;
+  o.name = name;
+  return std::make_shared<CpuProgram>(codegen::compile(kernel, codegen::find_target("x86"), o));
+}
+
+void CpuDevice::sleep_for_progress(std::chrono::microseconds max) {
+  std::unique_lock lock(mu_);
+  progress_.wait_for(lock, std::min(max, std::chrono::microseconds(1000)));
+}
+
+void CpuDevice::wait_consumed(uint64_t position) {
+  auto deadline = std::chrono::steady_clock::now() + default_timeout();
+  uint64_t seen = rptr_.load();
+  while (rptr_.load(std::memory_order_acquire) < position) {
+    check_usable();
+    if (rptr_.load() != seen) seen = rptr_.load(), deadline = std::chrono::steady_clock::now() + default_timeout();
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail("queue resubmit");
+      throw hcq::Timeout("device cpu: the previous submission of a queue did not finish within " + std::to_string(default_timeout().count()) +
+                         " ms, so its patch slots cannot be rewritten; the device is marked failed");
+    }
+    sleep_for_progress(std::chrono::microseconds(1000));
+  }
+}
+
+uint64_t CpuDevice::submit_commands(hcq::HWQueue& q) {
+  if (q.bound()) {
+    uint64_t addr = reinterpret_cast<uint64_t>(q.commands().data());
+    uint32_t ib[4] = {header(Cmd::Indirect, 4), static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), static_cast<uint32_t>(q.commands().size())};
+    return push(ib);
+  }
+  return push(q.commands());
+}
+
+uint64_t CpuDevice::push(std::span<const uint32_t> cmds) {
+  size_t cap = ring_.size();
+  if (cmds.size() > cap / 2)
+    throw Error("cpu: a queue of " + std::to_string(cmds.size()) + " dwords does not fit the " + std::to_string(cap) +
+                "-dword ring; bind() it so a submit is one indirect command");
+  std::lock_guard submit_lock(submit_mu_);
+  uint64_t w = wptr_.load(std::memory_order_relaxed);
+  size_t pos = w % cap, pad = pos + cmds.size() > cap ? cap - pos : 0;
+  // Back-pressure: wait until the processor has consumed enough of the ring.
+  if (w + pad + cmds.size() - rptr_.load(std::memory_order_acquire) > cap) {
+    ++ring_waits_;
+    auto deadline = std::chrono::steady_clock::now() + default_timeout();
+    uint64_t seen = rptr_.load();
+    while (w + pad + cmds.size() - rptr_.load(std::memory_order_acquire) > cap) {
+      check_usable();
+      if (rptr_.load() != seen) seen = rptr_.load(), deadline = std::chrono::steady_clock::now() + default_timeout();
+      if (std::chrono::steady_clock::now() > deadline) {
+        fail("ring full");
+        throw hcq::Timeout("device cpu: the command ring stayed full for " + std::to_string(default_timeout().count()) +
+                           " ms (the processor is stuck on a wait or a kernel); the device is marked failed");
+      }
+      sleep_for_progress(std::chrono::microseconds(1000));
+    }
+  }
+  if (pad) ring_[pos] = header(Cmd::Wrap, pad), w += pad, pos = 0;
+  std::memcpy(&ring_[pos], cmds.data(), cmds.size() * 4);
+  wptr_.store(w + cmds.size(), std::memory_order_release);
+  {
+    std::lock_guard lock(mu_);
+  }
+  doorbell_.notify_one();
+  return w + cmds.size();
+}
+
+void CpuDevice::processor() {
+  size_t cap = ring_.size();
+  while (!stop_) {
+    uint64_t r = rptr_.load(std::memory_order_relaxed);
+    if (r == wptr_.load(std::memory_order_acquire)) {
+      std::unique_lock lock(mu_);
+      doorbell_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stop_ || r != wptr_.load(std::memory_order_acquire); });
+      continue;
+    }
+    const uint32_t* c = &ring_[r % cap];
+    uint32_t len = c[0] >> 8;
+    try {
+      execute(c, true);
+    } catch (const std::exception& e) {
+      fail(std::string("command processor: ") + e.what());
+      return;
+    }
+    rptr_.store(r + len, std::memory_order_release);
+    {
+      std::lock_guard lock(mu_);
+    }
+    progress_.notify_all();
+  }
+}
+
+void CpuDevice::execute(const uint32_t* c, bool in_ring) {
+  auto op = static_cast<Cmd>(c[0] & 0xff);
+  uint32_t len = c[0] >> 8;
+  auto slot = [&](int at) { return reinterpret_cast<hcq::SignalSlot*>(get64(c + at)); };
+  switch (op) {
+    case Cmd::Wait: {
+      hcq::SignalSlot* s = slot(1);
+      uint64_t v = get64(c + 3);
+      for (int spin = 0; s->value.load(std::memory_order_acquire) < v; ++spin) {
+        if (stop_) return;
+        if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      return;
+    }
+    case Cmd::Signal:
+      slot(1)->value.store(get64(c + 3), std::memory_order_release);
+      progress_.notify_all();
+      return;
+    case Cmd::Timestamp: slot(1)->timestamp.store(now_ns(), std::memory_order_release); return;
+    case Cmd::Barrier: std::atomic_thread_fence(std::memory_order_seq_cst); return;
+    case Cmd::Exec: run_exec(*reinterpret_cast<const CpuProgram*>(get64(c + 1)), reinterpret_cast<const uint64_t*>(get64(c + 3))); return;
+    case Cmd::Copy: std::memcpy(reinterpret_cast<void*>(get64(c + 1)), reinterpret_cast<const void*>(get64(c + 3)), get64(c + 5)); return;
+    case Cmd::Indirect: {
+      if (!in_ring) throw Error("an indirect command inside an indirect buffer");
+      const uint32_t* ib = reinterpret_cast<const uint32_t*>(get64(c + 1));
+      for (uint32_t at = 0, n = c[3]; at < n && !stop_;) {
+        uint32_t l = ib[at] >> 8;
+        if (l == 0 || at + l > n) throw Error("malformed command at dword " + std::to_string(at) + " of an indirect buffer");
+        execute(ib + at, false);
+        at += l;
+      }
+      return;
+    }
+    case Cmd::Wrap: return;
+    default: throw Error("unknown command " + std::to_string(c[0] & 0xff) + " (" + std::to_string(len) + " dwords)");
+  }
+}
+
+bool CpuDevice::run_parts(Job& j) {
+  bool last = false;
+  for (int64_t part; (part = j.next.fetch_add(1)) < j.parts;) {
+    j.program->function()(j.args, part, j.parts);
+    last = j.left.fetch_sub(1) == 1;
+  }
+  return last;
+}
+
+void CpuDevice::run_exec(const CpuProgram& p, const uint64_t* args) {
+  in_kernel_ = true;
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{in_kernel_};
+  int64_t parts = std::min<int64_t>(p.split(), workers());
+  if (parts <= 1) {
+    p.function()(args, 0, 1);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->program = &p, job->args = args, job->parts = parts, job->left = parts;
+  {
+    std::lock_guard lock(job_mu_);
+    job_ = job;
+    ++job_gen_;
+  }
+  job_cv_.notify_all();
+  run_parts(*job);
+  std::unique_lock lock(job_mu_);
+  job_done_.wait(lock, [&] { return job->left.load() == 0; });
+  job_.reset();
+}
+
+void CpuDevice::worker_loop() {
+  uint64_t seen = 0;
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(job_mu_);
+      job_cv_.wait(lock, [&] { return stop_ || (job_gen_ != seen && job_); });
+      if (stop_) return;
+      seen = job_gen_, job = job_;
+    }
+    if (run_parts(*job)) {
+      std::lock_guard lock(job_mu_);
+      job_done_.notify_all();
+    }
+  }
+}
+
+}  // namespace ugpu::cpu

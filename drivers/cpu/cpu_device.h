@@ -1,0 +1,83 @@
+// The host CPU as an HCQ device (DESIGN.md §5: `cpu`). Its queues are encoded as dword commands
+// (below) and pushed onto a ring that a command-processor thread executes in order, honouring waits
+// and signals in memory like a GPU's CP; a kernel's launch is spread over worker threads, each running
+// a contiguous piece of the outermost GLOBAL axis (codegen/host.h). The ring is never overrun: a
+// submit waits for the processor to free space.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <thread>
+
+#include "codegen/compiler.h"
+#include "codegen/host.h"
+#include "hcq/device.h"
+
+namespace ugpu::cpu {
+
+// Command encoding: a header dword (opcode | total dwords << 8), then 64-bit fields as two dwords.
+enum class Cmd : uint8_t { Wait = 1, Signal, Timestamp, Barrier, Exec, Copy, Indirect, Wrap };
+
+class CpuProgram : public hcq::Program {
+ public:
+  explicit CpuProgram(std::shared_ptr<const codegen::CompiledKernel> k);
+  const codegen::HostFunction& function() const { return fn_; }
+  int64_t split() const { return split_; }  // iterations of the axis cut across workers
+  const codegen::CompiledKernel& compiled() const { return *ck_; }
+
+ private:
+  std::shared_ptr<const codegen::CompiledKernel> ck_;
+  codegen::HostFunction fn_;
+  int64_t split_ = 1;
+};
+
+class CpuDevice : public hcq::Device {
+ public:
+  // workers = 0: one per hardware thread. ring_dwords: size of the command ring (tests use tiny ones).
+  explicit CpuDevice(int workers = 0, size_t ring_dwords = 1 << 16);
+  ~CpuDevice() override;
+
+  std::unique_ptr<hcq::HWQueue> compute_queue() override;
+  hcq::Buffer alloc(size_t bytes) override;
+  uint64_t submit_commands(hcq::HWQueue& q) override;
+  void wait_consumed(uint64_t position) override;
+  uint64_t consumed_position() const override { return rptr_.load(std::memory_order_acquire); }
+  std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
+  std::shared_ptr<CpuProgram> load(const ir::UOp& kernel, const std::string& name);
+  int workers() const { return static_cast<int>(workers_.size()) + 1; }
+  uint64_t ring_waits() const { return ring_waits_; }  // submits that had to wait for ring space
+
+ protected:
+  void sleep_for_progress(std::chrono::microseconds max) override;
+
+ private:
+  void processor();
+  void execute(const uint32_t* c, bool in_ring);
+  void run_exec(const CpuProgram& p, const uint64_t* args);
+  void worker_loop();
+  uint64_t push(std::span<const uint32_t> cmds);  // returns the write pointer after the commands
+
+  std::vector<uint32_t> ring_;
+  std::atomic<uint64_t> wptr_{0}, rptr_{0};  // dwords written / consumed, ever
+  std::mutex mu_, submit_mu_;
+  std::condition_variable doorbell_, progress_;
+  std::atomic<bool> stop_{false}, in_kernel_{false};
+  std::thread cp_;
+  std::atomic<uint64_t> ring_waits_{0};
+
+  // Worker pool for launches: one Job per launch, its parts taken by whoever is free.
+  struct Job {
+    const CpuProgram* program;
+    const uint64_t* args;
+    int64_t parts;
+    std::atomic<int64_t> next{0}, left{0};
+  };
+  bool run_parts(Job& j);  // true if this call finished the job's last part
+  std::vector<std::thread> workers_;
+  std::mutex job_mu_;
+  std::condition_variable job_cv_, job_done_;
+  std::shared_ptr<Job> job_;
+  uint64_t job_gen_ = 0;
+};
+
+}  // namespace ugpu::cpu

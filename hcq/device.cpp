@@ -1,0 +1,151 @@
+#include "hcq/device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+namespace ugpu::hcq {
+namespace {
+std::chrono::milliseconds env_timeout() {
+  const char* e = std::getenv("UGPU_WAIT_TIMEOUT_MS");
+  if (e && *e) {
+    char* end = nullptr;
+    long long v = std::strtoll(e, &end, 10);
+    if (end && *end == 0 && v > 0) return std::chrono::milliseconds(v);
+  }
+  return std::chrono::milliseconds(30000);
+}
+std::string hex(uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+}  // namespace
+
+Device::Device(std::string name) : name_(std::move(name)), pool_(SignalPool::create()), timeout_(env_timeout()) {
+  timeline_ = pool_->make(0);
+  shadow_ = pool_->make(0);
+}
+
+Device::~Device() = default;
+
+uint64_t Device::next_timeline() {
+  check_usable();
+  if (next_ >= rollover_at_) {
+    // Everything so far must have signalled the old timeline before it is retired.
+    wait(*timeline_, next_ - 1, "timeline before rollover");
+    std::swap(timeline_, shadow_);
+    timeline_->set(0);
+    next_ = 1;
+    for (Staging& s : staging_) s.done_at = 0;
+  }
+  return next_++;
+}
+
+void Device::set_rollover_for_test(uint64_t next_value, uint64_t rollover_at) {
+  synchronize();
+  timeline_->set(next_value - 1);
+  next_ = next_value;
+  rollover_at_ = rollover_at;
+}
+
+void Device::sleep_for_progress(std::chrono::microseconds max) { std::this_thread::sleep_for(std::min(max, std::chrono::microseconds(200))); }
+
+void Device::wait(const Signal& s, uint64_t value, const std::string& what, std::chrono::milliseconds timeout) {
+  if (s.value() >= value) return;
+  using clock = std::chrono::steady_clock;
+  auto limit = timeout.count() > 0 ? timeout : timeout_;
+  for (int spin = 0; spin < 2000; ++spin)
+    if (s.value() >= value) return;
+  uint64_t seen = s.value();
+  auto deadline = clock::now() + limit;
+  while (s.value() < value) {
+    if (failed()) throw DeviceError("device " + name_ + " failed while waiting for " + what + ": " + error());
+    uint64_t now_v = s.value();
+    if (now_v != seen) seen = now_v, deadline = clock::now() + limit;  // progress restarts the clock
+    if (clock::now() >= deadline) {
+      std::string msg = "device " + name_ + ": " + what + ": signal " + hex(s.address()) + " did not reach " + std::to_string(value) +
+                        " within " + std::to_string(limit.count()) + " ms (it is at " + std::to_string(s.value()) +
+                        "); the device is marked failed. A longer wait: UGPU_WAIT_TIMEOUT_MS";
+      fail("timeout: " + what);
+      throw Timeout(msg);
+    }
+    sleep_for_progress(std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now()));
+  }
+}
+
+void Device::synchronize() {
+  check_usable();
+  wait(*timeline_, next_ - 1, "synchronize");
+}
+
+void Device::keep_until(uint64_t position, std::shared_ptr<void> what) {
+  std::lock_guard lock(keep_mu_);
+  uint64_t done = consumed_position();
+  std::erase_if(kept_, [&](const auto& k) { return k.first <= done; });
+  if (position > done) kept_.emplace_back(position, std::move(what));
+}
+
+bool Device::failed() const {
+  std::lock_guard lock(err_mu_);
+  return !error_.empty();
+}
+std::string Device::error() const {
+  std::lock_guard lock(err_mu_);
+  return error_;
+}
+void Device::fail(const std::string& why) {
+  std::lock_guard lock(err_mu_);
+  if (error_.empty()) error_ = why;
+}
+void Device::check_usable() const {
+  if (failed()) throw DeviceError("device " + name_ + " is in an error state (" + error() + ") and takes no more work");
+}
+
+namespace {
+void check_range(const Buffer& b, size_t offset, size_t n, const char* what) {
+  if (offset > b.size || n > b.size - offset)
+    throw Error(std::string(what) + " of " + std::to_string(n) + " bytes at offset " + std::to_string(offset) + " is outside the " +
+                std::to_string(b.size) + "-byte buffer");
+}
+}  // namespace
+
+void Device::copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src) {
+  check_range(dst, offset, src.size(), "copy in");
+  if (staging_.empty())
+    for (int i = 0; i < staging_count_; ++i) staging_.push_back({alloc(staging_size_), 0});
+  for (size_t done = 0; done < src.size();) {
+    Staging& st = staging_[staging_next_++ % staging_.size()];
+    wait(*timeline_, st.done_at, "staging buffer reuse");
+    size_t n = std::min(staging_size_, src.size() - done);
+    std::memcpy(st.buf.host, src.data() + done, n);
+    uint64_t v = next_timeline();
+    auto cq = copy_queue();
+    cq->wait(*timeline_, v - 1).copy(dst.va + offset + done, st.buf.va, n).signal(*timeline_, v);
+    cq->submit();
+    st.done_at = v;
+    done += n;
+  }
+}
+
+void Device::copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset) {
+  check_range(src, offset, dst.size(), "copy out");
+  if (staging_.empty())
+    for (int i = 0; i < staging_count_; ++i) staging_.push_back({alloc(staging_size_), 0});
+  Staging& st = staging_[0];
+  for (size_t done = 0; done < dst.size();) {
+    size_t n = std::min(staging_size_, dst.size() - done);
+    uint64_t v = next_timeline();
+    auto cq = copy_queue();
+    cq->wait(*timeline_, v - 1).copy(st.buf.va, src.va + offset + done, n).signal(*timeline_, v);
+    cq->submit();
+    wait(*timeline_, v, "copy out");
+    std::memcpy(dst.data() + done, st.buf.host, n);
+    st.done_at = v;
+    done += n;
+  }
+}
+
+}  // namespace ugpu::hcq

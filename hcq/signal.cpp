@@ -1,0 +1,36 @@
+#include "hcq/signal.h"
+
+namespace ugpu::hcq {
+
+Signal::~Signal() {
+  if (pool_) pool_->release(slot_);
+}
+
+SignalRef SignalPool::make(uint64_t initial) {
+  SignalSlot* s;
+  {
+    std::lock_guard lock(mu_);
+    if (free_.empty()) {
+      constexpr size_t kPerPage = 4096 / sizeof(SignalSlot);
+      pages_.push_back(std::make_unique<SignalSlot[]>(kPerPage));
+      for (size_t i = kPerPage; i-- > 0;) free_.push_back(&pages_.back()[i]);
+    }
+    s = free_.back();
+    free_.pop_back();
+  }
+  s->value.store(initial, std::memory_order_release);
+  s->timestamp.store(0, std::memory_order_release);
+  return std::make_shared<Signal>(s, shared_from_this());
+}
+
+size_t SignalPool::free_slots() const {
+  std::lock_guard lock(mu_);
+  return free_.size();
+}
+
+void SignalPool::release(SignalSlot* s) {
+  std::lock_guard lock(mu_);
+  free_.push_back(s);
+}
+
+}  // namespace ugpu::hcq
