@@ -93,20 +93,22 @@ void CpuDevice::sleep_for_progress(std::chrono::microseconds max) {
   progress_.wait_for(lock, std::min(max, std::chrono::microseconds(1000)));
 }
 
-void CpuDevice::wait_consumed(uint64_t position) {
+void CpuDevice::wait_read(uint64_t position, const std::string& why) {
   auto deadline = std::chrono::steady_clock::now() + default_timeout();
   uint64_t seen = rptr_.load();
   while (rptr_.load(std::memory_order_acquire) < position) {
     check_usable();
-    if (rptr_.load() != seen) seen = rptr_.load(), deadline = std::chrono::steady_clock::now() + default_timeout();
+    if (rptr_.load() != seen) seen = rptr_.load(), deadline = std::chrono::steady_clock::now() + default_timeout();  // progress
     if (std::chrono::steady_clock::now() > deadline) {
-      fail("queue resubmit");
-      throw hcq::Timeout("device cpu: the previous submission of a queue did not finish within " + std::to_string(default_timeout().count()) +
-                         " ms, so its patch slots cannot be rewritten; the device is marked failed");
+      fail(why);
+      throw hcq::Timeout("device cpu: " + why + ": the command processor made no progress for " + std::to_string(default_timeout().count()) +
+                         " ms (stuck on a wait or a kernel); the device is marked failed");
     }
     sleep_for_progress(std::chrono::microseconds(1000));
   }
 }
+
+void CpuDevice::wait_consumed(uint64_t position) { wait_read(position, "waiting for a queue's previous submission before patching it"); }
 
 uint64_t CpuDevice::submit_commands(hcq::HWQueue& q) {
   if (q.bound()) {
@@ -128,18 +130,7 @@ uint64_t CpuDevice::push(std::span<const uint32_t> cmds) {
   // Back-pressure: wait until the processor has consumed enough of the ring.
   if (w + pad + cmds.size() - rptr_.load(std::memory_order_acquire) > cap) {
     ++ring_waits_;
-    auto deadline = std::chrono::steady_clock::now() + default_timeout();
-    uint64_t seen = rptr_.load();
-    while (w + pad + cmds.size() - rptr_.load(std::memory_order_acquire) > cap) {
-      check_usable();
-      if (rptr_.load() != seen) seen = rptr_.load(), deadline = std::chrono::steady_clock::now() + default_timeout();
-      if (std::chrono::steady_clock::now() > deadline) {
-        fail("ring full");
-        throw hcq::Timeout("device cpu: the command ring stayed full for " + std::to_string(default_timeout().count()) +
-                           " ms (the processor is stuck on a wait or a kernel); the device is marked failed");
-      }
-      sleep_for_progress(std::chrono::microseconds(1000));
-    }
+    wait_read(w + pad + cmds.size() - cap, "waiting for space on the command ring");
   }
   if (pad) ring_[pos] = header(Cmd::Wrap, pad), w += pad, pos = 0;
   std::memcpy(&ring_[pos], cmds.data(), cmds.size() * 4);

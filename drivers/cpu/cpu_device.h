@@ -55,7 +55,8 @@ class CpuDevice : public hcq::Device {
   void execute(const uint32_t* c, bool in_ring);
   void run_exec(const CpuProgram& p, const uint64_t* args);
   void worker_loop();
-  uint64_t push(std::span<const uint32_t> cmds);  // returns the write pointer after the commands
+  uint64_t push(std::span<const uint32_t> cmds);
+  void wait_read(uint64_t position, const std::string& why);  // until the processor has read up to position  // returns the write pointer after the commands
 
   std::vector<uint32_t> ring_;
   std::atomic<uint64_t> wptr_{0}, rptr_{0};  // dwords written / consumed, ever
