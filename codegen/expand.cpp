@@ -2,7 +2,8 @@
 // once per iteration with the range replaced by the constant. The copies of an END's body run
 // together (a GROUP); the copies of a REDUCE's value are combined with its op. What runs on the copies
 // afterwards (codegen/vectorize.cpp) can then see consecutive accesses side by side.
-#include <numeric>
+#include <algorithm>
+#include <optional>
 
 #include "codegen/passes.h"
 #include "common/error.h"

@@ -112,10 +112,14 @@ void check_range(const Buffer& b, size_t offset, size_t n, const char* what) {
 }
 }  // namespace
 
-void Device::copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src) {
-  check_range(dst, offset, src.size(), "copy in");
+void Device::make_staging() {
   if (staging_.empty())
     for (int i = 0; i < staging_count_; ++i) staging_.push_back({alloc(staging_size_), 0});
+}
+
+void Device::copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src) {
+  check_range(dst, offset, src.size(), "copy in");
+  make_staging();
   for (size_t done = 0; done < src.size();) {
     Staging& st = staging_[staging_next_++ % staging_.size()];
     wait(*timeline_, st.done_at, "staging buffer reuse");
@@ -132,9 +136,8 @@ void Device::copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> 
 
 void Device::copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset) {
   check_range(src, offset, dst.size(), "copy out");
-  if (staging_.empty())
-    for (int i = 0; i < staging_count_; ++i) staging_.push_back({alloc(staging_size_), 0});
-  Staging& st = staging_[0];
+  make_staging();
+  Staging& st = staging_[0];  // each chunk is read back before the next is copied into it
   for (size_t done = 0; done < dst.size();) {
     size_t n = std::min(staging_size_, dst.size() - done);
     uint64_t v = next_timeline();

@@ -97,6 +97,7 @@ class Device {
     Buffer buf;
     uint64_t done_at = 0;  // timeline value after which it is free
   };
+  void make_staging();  // on first use, so a device that never copies allocates none
   std::string name_;
   std::shared_ptr<SignalPool> pool_;
   SignalRef timeline_, shadow_;

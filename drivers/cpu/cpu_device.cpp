@@ -136,7 +136,7 @@ uint64_t CpuDevice::push(std::span<const uint32_t> cmds) {
   std::memcpy(&ring_[pos], cmds.data(), cmds.size() * 4);
   wptr_.store(w + cmds.size(), std::memory_order_release);
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(mu_);  // orders the store before a waiter's predicate check: no lost doorbell
   }
   doorbell_.notify_one();
   return w + cmds.size();
@@ -161,7 +161,7 @@ void CpuDevice::processor() {
     }
     rptr_.store(r + len, std::memory_order_release);
     {
-      std::lock_guard lock(mu_);
+      std::lock_guard lock(mu_);  // as in push(): a sleeping submitter sees the new read pointer
     }
     progress_.notify_all();
   }

@@ -53,32 +53,29 @@ SINK(END(STORE(INDEX:float*(out, i*100 + j*4 + u + {S}), LOAD:float(INDEX:float*
 
 }  // namespace
 
-TEST_CASE("UPCAST: four consecutive floats become one 16-byte load and store, with the same results") {
-  std::string text = fill(kShift, {{"S", "0"}});
-  auto a = random_floats(1700, 1);
+// Runs kShift with shift `s`: out = a * 2 on the 16 x 96 elements from offset s of each row of 100
+// (every other element stays 0). Returns the vector accesses it made.
+VectorCounts run_shift(int s, uint32_t seed) {
+  auto a = random_floats(1700, seed);
   Buf A = Buf::of(a), O = Buf::zeros<float>(1700);
-  auto ck = run_x86(kernel(text), {&O, &A});
+  auto ck = run_x86(kernel(fill(kShift, {{"S", std::to_string(s)}})), {&O, &A});
   auto o = O.as<float>(1700);
   int bad = 0;
   for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < 96; ++j) bad += o[i * 100 + j] != a[i * 100 + j] * 2;
+    for (int j = 0; j < 100; ++j) bad += o[i * 100 + j] != (j >= s && j < s + 96 ? a[i * 100 + j] * 2 : 0.0f);
   CHECK(bad == 0);
-  VectorCounts c = vectors(ck->kernel);
+  return vectors(ck->kernel);
+}
+
+TEST_CASE("UPCAST: four consecutive floats become one 16-byte load and store, with the same results") {
+  VectorCounts c = run_shift(0, 1);
   CHECK(c.loads == std::map<int, int>{{4, 1}});
   CHECK(c.stores == std::map<int, int>{{4, 1}});
 }
 
 TEST_CASE("UPCAST: an index that is not a multiple of the width gets only the accesses it can prove aligned") {
   // Offsets 1..4 from a multiple of 4: lanes 2,3 are an aligned pair; 1 and 4 stay scalar.
-  auto a = random_floats(1700, 2);
-  Buf A = Buf::of(a), O = Buf::zeros<float>(1700);
-  auto ck = run_x86(kernel(fill(kShift, {{"S", "1"}})), {&O, &A});
-  auto o = O.as<float>(1700);
-  int bad = 0;
-  for (int i = 0; i < 16; ++i)
-    for (int j = 1; j < 97; ++j) bad += o[i * 100 + j] != a[i * 100 + j] * 2;
-  CHECK(bad == 0);
-  VectorCounts c = vectors(ck->kernel);
+  VectorCounts c = run_shift(1, 2);
   CHECK(c.loads == std::map<int, int>{{2, 1}});
   CHECK(c.stores == std::map<int, int>{{2, 1}});
   // A row stride that is odd proves nothing: everything stays scalar.
