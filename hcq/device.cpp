@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include "hcq/profiler.h"
+
 namespace ugpu::hcq {
 namespace {
 std::chrono::milliseconds env_timeout() {
@@ -27,9 +29,10 @@ std::string hex(uint64_t v) {
 Device::Device(std::string name) : name_(std::move(name)), pool_(SignalPool::create()), timeout_(env_timeout()) {
   timeline_ = pool_->make(0);
   shadow_ = pool_->make(0);
+  timeline_cur_ = timeline_.get();
 }
 
-Device::~Device() = default;
+Device::~Device() { close_memory(); }
 
 uint64_t Device::next_timeline() {
   check_usable();
@@ -38,7 +41,9 @@ uint64_t Device::next_timeline() {
     wait(*timeline_, next_ - 1, "timeline before rollover");
     std::swap(timeline_, shadow_);
     timeline_->set(0);
+    timeline_cur_ = timeline_.get();
     next_ = 1;
+    ++rollovers_;
     for (Staging& s : staging_) s.done_at = 0;
   }
   return next_++;
@@ -79,6 +84,7 @@ void Device::wait(const Signal& s, uint64_t value, const std::string& what, std:
 void Device::synchronize() {
   check_usable();
   wait(*timeline_, next_ - 1, "synchronize");
+  if (profiler_) collect_profile(true);
 }
 
 void Device::keep_until(uint64_t position, std::shared_ptr<void> what) {
@@ -97,8 +103,12 @@ std::string Device::error() const {
   return error_;
 }
 void Device::fail(const std::string& why) {
-  std::lock_guard lock(err_mu_);
-  if (error_.empty()) error_ = why;
+  {
+    std::lock_guard lock(err_mu_);
+    if (!error_.empty()) return;
+    error_ = why;
+  }
+  on_fail();
 }
 void Device::check_usable() const {
   if (failed()) throw DeviceError("device " + name_ + " is in an error state (" + error() + ") and takes no more work");
@@ -149,6 +159,76 @@ void Device::copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset) 
     st.done_at = v;
     done += n;
   }
+}
+
+Kernargs Device::alloc_kernargs(size_t bytes) {
+  std::lock_guard lock(kernarg_mu_);
+  if (!kernarg_ring_) {
+    kernarg_mem_ = alloc(kernarg_ring_size_);
+    KernargRing::Hooks h;
+    h.consumed = [this] { return consumed_position(); };
+    h.wait = [this](uint64_t p) { wait_consumed(p); };
+    h.overflow = [this](size_t n) {
+      Buffer b = alloc(n);
+      return Kernargs{static_cast<uint64_t*>(b.host), b.va, n, b.owner};
+    };
+    kernarg_ring_ = std::make_unique<KernargRing>(static_cast<uint64_t*>(kernarg_mem_.host), kernarg_mem_.va, kernarg_ring_size_, h);
+  }
+  return kernarg_ring_->alloc(bytes);
+}
+
+void Device::release_kernargs(const Kernargs& k, uint64_t position) {
+  if (k.overflow && position) keep_until(position, k.block);
+  else if (kernarg_ring_) kernarg_ring_->release(k, position);
+}
+
+KernargStats Device::kernarg_stats() const { return kernarg_ring_ ? kernarg_ring_->stats() : KernargStats{}; }
+
+void Device::set_profiler(std::shared_ptr<Profiler> p) {
+  if (p && !calibrated_) host_time_ns(0);  // measure the clock offset now, not in the middle of work
+  std::lock_guard lock(profile_mu_);
+  profiler_ = std::move(p);
+}
+
+void Device::add_pending_profile(uint64_t position, const std::vector<TimedCommand>& timed) {
+  std::lock_guard lock(profile_mu_);
+  pending_profile_.push_back({position, timed});
+}
+
+void Device::collect_profile(bool wait_all) {
+  std::lock_guard lock(profile_mu_);
+  if (wait_all)
+    for (const PendingProfile& p : pending_profile_) wait_consumed(p.position);
+  uint64_t done = consumed_position();
+  std::erase_if(pending_profile_, [&](const PendingProfile& p) {
+    if (p.position > done) return false;
+    if (profiler_)
+      for (const TimedCommand& t : p.timed)
+        profiler_->add({name_, t.name, t.copy, host_time_ns(t.start->timestamp()), host_time_ns(t.end->timestamp())});
+    return true;
+  });
+}
+
+int64_t Device::host_time_ns(uint64_t ticks) {
+  auto host_now = [] { return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  auto to_ns = [&](uint64_t t) { return static_cast<int64_t>(static_cast<long double>(t) * 1e9L / static_cast<long double>(clock_hz())); };
+  if (!calibrated_) {
+    // The device timestamp lies between the host times around its submit and its completion;
+    // the best of a few tries (the narrowest window) gives the offset.
+    int64_t best_window = INT64_MAX;
+    for (int i = 0; i < 5; ++i) {
+      auto s = new_signal();
+      auto q = compute_queue();
+      q->timestamp(*s).signal(*s, 1);
+      int64_t t0 = host_now();
+      q->submit();
+      wait(*s, 1, "clock calibration");
+      int64_t t1 = host_now();
+      if (t1 - t0 < best_window) best_window = t1 - t0, clock_offset_ns_ = t0 + (t1 - t0) / 2 - to_ns(s->timestamp());
+    }
+    calibrated_ = true;
+  }
+  return to_ns(ticks) + clock_offset_ns_;
 }
 
 }  // namespace ugpu::hcq

@@ -2,6 +2,7 @@
 // a progress-aware timeout, buffers, copies through staging memory, synchronize, and the error state
 // a fault or hang leaves behind. A driver supplies queues, memory and the submission itself.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -10,10 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "hcq/allocator.h"
 #include "hcq/queue.h"
 #include "hcq/signal.h"
 
+namespace ugpu::codegen {
+struct CompiledKernel;  // the driver that loads one includes codegen; hcq itself does not
+}
+
 namespace ugpu::hcq {
+
+class Profiler;
 
 // A device that faulted or hung refuses further work with this error until it is recovered.
 class DeviceError : public Error {
@@ -30,12 +38,28 @@ struct Buffer {
   std::shared_ptr<void> owner;  // frees the memory when the last copy of the Buffer goes
 };
 
-// A loaded kernel: its arguments are `buffers` addresses, then `vars` values (64-bit slots).
-class Program {
+// A loaded kernel. Argument layout: `buffers` addresses, then `vars` values, one 64-bit slot each
+// (8-byte aligned). Programs are held by shared_ptr: a queue that runs one keeps it alive.
+class Program : public std::enable_shared_from_this<Program> {
  public:
   virtual ~Program() = default;
   std::string name;
   int buffers = 0, vars = 0;
+};
+
+struct MemoryStats {
+  size_t chunks = 0, chunk_bytes = 0;  // driver mappings the heap carves
+  size_t heap_used = 0;                // bytes of heap blocks in use
+  size_t cached = 0, cached_bytes = 0; // freed large buffers kept for reuse
+  uint64_t cache_hits = 0, driver_allocs = 0;
+};
+
+// What `ugpu devices` shows.
+struct DeviceInfo {
+  std::string kind;       // "cpu", "gpu", "emulated gpu"
+  std::string arch;       // "x86_64", "gfx1100", "sm_90"
+  std::string interface;  // how ugpu reaches it: "host threads", "kfd", "nvidia rm", "vfio" ...
+  uint64_t memory = 0;    // bytes
 };
 
 class Device {
@@ -48,14 +72,48 @@ class Device {
   const std::string& name() const { return name_; }
   virtual std::unique_ptr<HWQueue> compute_queue() = 0;
   virtual std::unique_ptr<HWQueue> copy_queue() { return compute_queue(); }
-  virtual Buffer alloc(size_t bytes) = 0;
+  // A separate copy engine with its own ring (an SDMA / copy-engine queue); when false,
+  // copy_queue() shares the compute ring and its commands run in order with the compute queue's.
+  virtual bool copy_ring_separate() const { return false; }
+  // Device memory. Blocks up to heap_block_max() are carved by a TLSF allocator out of larger
+  // chunks the driver maps; bigger ones are the driver's own mappings, and when freed they are kept
+  // in an LRU cache (up to cache_limit() bytes) for the next allocation of the same size. Freed
+  // memory is reused only after the timeline has passed the work submitted before the free.
+  Buffer alloc(size_t bytes);
+  MemoryStats memory_stats() const;
+  void trim();  // hands cached and free chunk memory back to the driver
+  virtual DeviceInfo info() const = 0;
+
+  // Kernels: the codegen target this device runs (find_target name), and loading a compiled one.
+  virtual std::string target() const = 0;
+  virtual std::shared_ptr<Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) = 0;
+
+  // Argument memory for exec(), from a ring in device memory (DESIGN.md §4). A block belongs to
+  // its queue until the queue is gone and the device has consumed the queue's last submission; the
+  // ring skips blocks still held and waits (back-pressure) for blocks whose last use is in flight.
+  Kernargs alloc_kernargs(size_t bytes);
+  void release_kernargs(const Kernargs& k, uint64_t position);  // position 0: never submitted
+  KernargStats kernarg_stats() const;
+  void set_kernarg_ring_size(size_t bytes) { kernarg_ring_size_ = bytes; }  // before the first exec
+
+  // Profiling: while a profiler is attached, queues recorded afterwards time each exec and copy
+  // with device timestamps; the events reach the profiler once the device has executed them
+  // (collected at synchronize(), and before a timed queue is resubmitted).
+  void set_profiler(std::shared_ptr<Profiler> p);
+  Profiler* profiler() const { return profiler_.get(); }
+  void collect_profile(bool wait_all = false);  // wait_all: for every timed submission (synchronize)
+  // Device clock ticks to host steady_clock nanoseconds. The default measures the offset once
+  // (host time around a submitted timestamp) and scales by clock_hz(); a device whose clock is the
+  // host's overrides it.
+  virtual uint64_t clock_hz() const { return 1000000000; }
+  virtual int64_t host_time_ns(uint64_t ticks);
 
   SignalRef new_signal(uint64_t value = 0) { return pool_->make(value); }
 
   // The timeline: work submitted through launch()/copies signals it with increasing values.
   // next_timeline() hands out the value for the next piece of work; the timeline rolls over to a
   // fresh signal before 2^31 (hardware compares 32 bits), after waiting for everything before.
-  Signal& timeline() { return *timeline_; }
+  Signal& timeline() const { return *timeline_cur_.load(std::memory_order_acquire); }
   uint64_t next_timeline();
   uint64_t last_timeline() const { return next_ - 1; }
   void set_rollover_for_test(uint64_t next_value, uint64_t rollover_at);
@@ -87,8 +145,13 @@ class Device {
   void keep_until(uint64_t position, std::shared_ptr<void> what);
   virtual std::shared_ptr<uint32_t[]> command_memory(size_t dwords) = 0;  // device memory for bind()
  protected:
+  virtual Buffer alloc_memory(size_t bytes) = 0;  // the driver's mapping: zeroed, 4 KiB aligned at least
+  size_t heap_chunk_ = 64 << 20, heap_block_max_ = 4 << 20, cache_limit_ = 256 << 20;
   virtual void sleep_for_progress(std::chrono::microseconds max);  // default: a short sleep
+  // Marks the device failed (the first reason sticks) and calls on_fail(), where a driver stops
+  // what is still running (resets its queues).
   void fail(const std::string& why);
+  virtual void on_fail() {}
   size_t staging_size_ = 2 << 20;
   int staging_count_ = 4;
 
@@ -98,10 +161,18 @@ class Device {
     uint64_t done_at = 0;  // timeline value after which it is free
   };
   void make_staging();  // on first use, so a device that never copies allocates none
+  friend class HWQueue;
+  struct PendingProfile {
+    uint64_t position;
+    std::vector<TimedCommand> timed;
+  };
+  void add_pending_profile(uint64_t position, const std::vector<TimedCommand>& timed);
   std::string name_;
   std::shared_ptr<SignalPool> pool_;
   SignalRef timeline_, shadow_;
-  uint64_t next_ = 1, rollover_at_ = uint64_t{1} << 31;
+  std::atomic<Signal*> timeline_cur_{nullptr};  // timeline_, readable from any thread
+  std::atomic<uint64_t> next_{1};
+  uint64_t rollover_at_ = uint64_t{1} << 31;
   std::chrono::milliseconds timeout_;
   std::vector<Staging> staging_;
   size_t staging_next_ = 0;
@@ -109,6 +180,19 @@ class Device {
   std::vector<std::pair<uint64_t, std::shared_ptr<void>>> kept_;
   mutable std::mutex err_mu_;
   std::string error_;
+  struct MemoryState;
+  std::shared_ptr<MemoryState> mem_;
+  std::atomic<uint64_t> rollovers_{0};
+  void close_memory();  // at destruction: memory freed later goes straight back
+  std::mutex kernarg_mu_;
+  size_t kernarg_ring_size_ = 1 << 20;
+  std::unique_ptr<KernargRing> kernarg_ring_;
+  Buffer kernarg_mem_;
+  std::mutex profile_mu_;
+  std::shared_ptr<Profiler> profiler_;
+  std::vector<PendingProfile> pending_profile_;
+  bool calibrated_ = false;
+  int64_t clock_offset_ns_ = 0;
 };
 
 }  // namespace ugpu::hcq

@@ -14,19 +14,27 @@ void HWQueue::put64(Val v) {
 }
 
 HWQueue::~HWQueue() {
+  for (const Kernargs& k : kernargs_) dev_.release_kernargs(k, last_submit_);
   if (!last_submit_) return;
-  dev_.keep_until(last_submit_, kernargs_);
   if (bound_mem_) dev_.keep_until(last_submit_, bound_mem_);
+  if (!programs_.empty()) dev_.keep_until(last_submit_, std::make_shared<decltype(programs_)>(std::move(programs_)));
 }
 
-HWQueue& HWQueue::wait(const Signal& s, Val value) { return emit_wait(s, value), *this; }
-HWQueue& HWQueue::signal(const Signal& s, Val value) { return emit_signal(s, value), *this; }
-HWQueue& HWQueue::timestamp(const Signal& s) { return emit_timestamp(s), *this; }
+HWQueue& HWQueue::wait(const Signal& s, Val value) { return wait_at(s.address(), value); }
+HWQueue& HWQueue::signal(const Signal& s, Val value) { return signal_at(s.address(), value); }
+HWQueue& HWQueue::timestamp(const Signal& s) { return emit_timestamp(s.address()), *this; }
+HWQueue& HWQueue::wait_at(Val a, Val value) { return emit_wait(a, value), *this; }
+HWQueue& HWQueue::signal_at(Val a, Val value) { return emit_signal(a, value), *this; }
 HWQueue& HWQueue::memory_barrier() { return emit_memory_barrier(), *this; }
+
 HWQueue& HWQueue::copy(Val dst, Val src, uint64_t bytes) {
   if (dst.var < 0 && src.var < 0 && dst.constant < src.constant + bytes && src.constant < dst.constant + bytes)
     throw Error("copy of " + std::to_string(bytes) + " bytes between overlapping ranges is refused");
-  return emit_copy(dst, src, bytes), *this;
+  SignalRef start, end;
+  if (dev_.profiler()) start = dev_.new_signal(), end = dev_.new_signal(), timestamp(*start);
+  emit_copy(dst, src, bytes);
+  if (end) timestamp(*end), timed_.push_back({"copy " + std::to_string(bytes) + " B", true, start, end});
+  return *this;
 }
 
 HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) {
@@ -35,12 +43,18 @@ HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) {
   if (args.size() != want)
     throw Error("kernel " + p.name + " takes " + std::to_string(p.buffers) + " buffers and " + std::to_string(p.vars) +
                 " variables; " + std::to_string(args.size()) + " arguments given");
-  std::vector<uint64_t>& mem = kernargs_->emplace_back(args.size() ? args.size() : 1);
+  std::shared_ptr<const Program> keep = p.weak_from_this().lock();
+  if (!keep) throw Error("kernel " + p.name + ": a queue runs only programs held by a shared_ptr (as Device::load returns them)");
+  Kernargs& k = kernargs_.emplace_back(dev_.alloc_kernargs(args.size() * 8));
   for (size_t i = 0; i < args.size(); ++i) {
-    mem[i] = args[i].constant;
-    if (args[i].var >= 0) patches_.push_back({reinterpret_cast<uint32_t*>(&mem[i]), 0, args[i], 0, false});
+    k.host[i] = args[i].constant;
+    if (args[i].var >= 0) patches_.push_back({reinterpret_cast<uint32_t*>(&k.host[i]), 0, args[i], 0, false});
   }
-  emit_exec(p, mem.data(), args.size());
+  if (programs_.empty() || programs_.back() != keep) programs_.push_back(std::move(keep));
+  SignalRef start, end;
+  if (dev_.profiler()) start = dev_.new_signal(), end = dev_.new_signal(), timestamp(*start);
+  emit_exec(p, k);
+  if (end) timestamp(*end), timed_.push_back({p.name, false, start, end});
   return *this;
 }
 
@@ -56,6 +70,11 @@ void HWQueue::bind() {
 void HWQueue::submit(std::span<const uint64_t> vars) {
   dev_.check_usable();
   bool waited = false;
+  if (!timed_.empty() && last_submit_) {  // the timestamps of the last submit are read before they are overwritten
+    dev_.wait_consumed(last_submit_);
+    waited = true;
+    dev_.collect_profile();
+  }
   for (Patch& p : patches_) {
     if (static_cast<size_t>(p.value.var) >= vars.size())
       throw Error("the queue uses variable " + std::to_string(p.value.var) + " but the submit gives " + std::to_string(vars.size()));
@@ -70,6 +89,7 @@ void HWQueue::submit(std::span<const uint64_t> vars) {
     ++patch_writes_;
   }
   last_submit_ = dev_.submit_commands(*this);
+  if (!timed_.empty()) dev_.add_pending_profile(last_submit_, timed_);
 }
 
 }  // namespace ugpu::hcq

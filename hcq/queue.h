@@ -8,10 +8,11 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <deque>
+#include <string>
 #include <span>
 #include <vector>
 
+#include "hcq/allocator.h"
 #include "hcq/signal.h"
 
 namespace ugpu::hcq {
@@ -30,6 +31,13 @@ struct Val {
   }
 };
 
+// An exec or copy timed for the profiler: timestamps before and after it.
+struct TimedCommand {
+  std::string name;
+  bool copy = false;
+  SignalRef start, end;
+};
+
 class HWQueue {
  public:
   explicit HWQueue(Device& dev) : dev_(dev) {}
@@ -40,8 +48,13 @@ class HWQueue {
   HWQueue& wait(const Signal& s, Val value);    // until s >= value
   HWQueue& signal(const Signal& s, Val value);  // s = value, after everything before it
   HWQueue& timestamp(const Signal& s);          // s.timestamp = the device clock
+  // The same with the signal's address as a value, so a bound queue can be pointed at another
+  // signal per submit (a graph follows the device timeline across rollovers this way).
+  HWQueue& wait_at(Val signal_address, Val value);
+  HWQueue& signal_at(Val signal_address, Val value);
   HWQueue& memory_barrier();                    // earlier writes visible to later commands and the host
   // Runs `p` with its arguments (buffer addresses, then variable values, in Program::params order).
+  // The queue keeps `p` alive (it must be held by a shared_ptr).
   HWQueue& exec(const Program& p, std::span<const Val> args);
   HWQueue& copy(Val dst, Val src, uint64_t bytes);  // device addresses; ranges must not overlap
 
@@ -54,11 +67,11 @@ class HWQueue {
 
  protected:
   // The encoders: each appends one command with put32/put64.
-  virtual void emit_wait(const Signal& s, Val value) = 0;
-  virtual void emit_signal(const Signal& s, Val value) = 0;
-  virtual void emit_timestamp(const Signal& s) = 0;
+  virtual void emit_wait(Val signal_address, Val value) = 0;
+  virtual void emit_signal(Val signal_address, Val value) = 0;
+  virtual void emit_timestamp(Val signal_address) = 0;
   virtual void emit_memory_barrier() = 0;
-  virtual void emit_exec(const Program& p, uint64_t* kernargs, size_t count) = 0;
+  virtual void emit_exec(const Program& p, const Kernargs& args) = 0;
   virtual void emit_copy(Val dst, Val src, uint64_t bytes) = 0;
 
   void put32(uint32_t v) { cmds_.push_back(v); }
@@ -77,7 +90,9 @@ class HWQueue {
   Device& dev_;
   std::vector<uint32_t> cmds_;
   std::vector<Patch> patches_;
-  std::shared_ptr<std::deque<std::vector<uint64_t>>> kernargs_ = std::make_shared<std::deque<std::vector<uint64_t>>>();  // argument memory
+  std::vector<Kernargs> kernargs_;                      // from the device's kernarg ring
+  std::vector<std::shared_ptr<const Program>> programs_;  // kept alive while this queue may run them
+  std::vector<TimedCommand> timed_;
   std::shared_ptr<void> bound_mem_;
   size_t size_ = 0;
   size_t patch_writes_ = 0;

@@ -1,7 +1,14 @@
 #include "drivers/cpu/cpu_device.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csetjmp>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 namespace ugpu::cpu {
 using hcq::Val;
@@ -14,21 +21,41 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
+// Interrupting kernels: a thread about to run kernel code records where to escape to; the signal
+// handler jumps there only while the thread is inside the kernel (JIT code that holds no locks and
+// owns nothing), never while it runs our own code.
+thread_local sigjmp_buf* t_escape = nullptr;
+thread_local volatile sig_atomic_t t_in_kernel = 0;
+void on_interrupt(int) {
+  if (t_in_kernel && t_escape) {
+    t_in_kernel = 0;
+    siglongjmp(*t_escape, 1);
+  }
+}
+int interrupt_signal() {
+  static const int sig = [] {
+    int s = SIGRTMIN + 4;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_NODEFER;  // the escape skips the handler's return, so nothing would unblock it
+    sigemptyset(&sa.sa_mask);
+    sigaction(s, &sa, nullptr);
+    return s;
+  }();
+  return sig;
+}
+
 class CpuQueue : public hcq::HWQueue {
  public:
   using HWQueue::HWQueue;
 
  protected:
-  void emit_wait(const hcq::Signal& s, Val v) override {
-    put32(header(Cmd::Wait, 5)), put64(s.address()), put64(v);
-  }
-  void emit_signal(const hcq::Signal& s, Val v) override {
-    put32(header(Cmd::Signal, 5)), put64(s.address()), put64(v);
-  }
-  void emit_timestamp(const hcq::Signal& s) override { put32(header(Cmd::Timestamp, 3)), put64(s.address()); }
+  void emit_wait(Val s, Val v) override { put32(header(Cmd::Wait, 5)), put64(s), put64(v); }
+  void emit_signal(Val s, Val v) override { put32(header(Cmd::Signal, 5)), put64(s), put64(v); }
+  void emit_timestamp(Val s) override { put32(header(Cmd::Timestamp, 3)), put64(s); }
   void emit_memory_barrier() override { put32(header(Cmd::Barrier, 1)); }
-  void emit_exec(const hcq::Program& p, uint64_t* kernargs, size_t) override {
-    put32(header(Cmd::Exec, 5)), put64(reinterpret_cast<uint64_t>(&p)), put64(reinterpret_cast<uint64_t>(kernargs));
+  void emit_exec(const hcq::Program& p, const hcq::Kernargs& k) override {
+    put32(header(Cmd::Exec, 5)), put64(reinterpret_cast<uint64_t>(&p)), put64(k.va);
   }
   void emit_copy(Val dst, Val src, uint64_t bytes) override {
     put32(header(Cmd::Copy, 7)), put64(dst), put64(src), put64(bytes);
@@ -47,6 +74,7 @@ CpuProgram::CpuProgram(std::shared_ptr<const codegen::CompiledKernel> k) : ck_(s
 
 CpuDevice::CpuDevice(int workers, size_t ring_dwords) : hcq::Device("cpu"), ring_(ring_dwords) {
   if (ring_dwords < 64) throw Error("the CPU device's ring needs at least 64 dwords");
+  interrupt_signal();
   int n = workers > 0 ? workers : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
   cp_ = std::thread([this] { processor(); });
@@ -60,18 +88,75 @@ CpuDevice::~CpuDevice() {
     ++job_gen_;
   }
   job_cv_.notify_all();
-  // A kernel that never ends cannot be stopped: then the threads are left behind (and the memory
-  // they use leaks) rather than joined forever. Waits and idle threads stop.
-  bool hung = in_kernel_.load();
-  for (std::thread* t : {&cp_}) hung ? t->detach() : t->join();
-  for (std::thread& t : workers_) hung ? t.detach() : t.join();
+  interrupt_kernels();  // a kernel that never ends is stopped, as a GPU's queue would be reset
+  cp_.join();
+  for (std::thread& t : workers_) t.join();
+}
+
+void CpuDevice::interrupt_kernels() {
+  abort_ = true;
+  progress_.notify_all();
+  // A thread between registering and entering the kernel ignores the signal; it sees abort_ before
+  // it calls the kernel, or gets the next signal.
+  for (int tries = 0;; ++tries) {
+    {
+      std::lock_guard lock(running_mu_);
+      if (running_.empty()) return;
+      for (pthread_t t : running_) pthread_kill(t, interrupt_signal());
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(tries < 10 ? 100 : 2000));
+  }
+}
+
+bool CpuDevice::call_kernel(const CpuProgram& p, const uint64_t* args, int64_t part, int64_t parts) {
+  {
+    std::lock_guard lock(running_mu_);
+    running_.push_back(pthread_self());
+  }
+  sigjmp_buf escape;
+  volatile bool finished = false;
+  if (sigsetjmp(escape, 0) == 0) {
+    t_escape = &escape;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_in_kernel = 1;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (!abort_.load()) p.function()(args, part, parts);
+    t_in_kernel = 0;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    finished = !abort_.load();
+  }
+  t_escape = nullptr;
+  std::lock_guard lock(running_mu_);
+  running_.erase(std::find(running_.begin(), running_.end(), pthread_self()));
+  return finished;
 }
 
 std::unique_ptr<hcq::HWQueue> CpuDevice::compute_queue() { return std::make_unique<CpuQueue>(*this); }
 
-hcq::Buffer CpuDevice::alloc(size_t bytes) {
-  size_t n = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, n);
+hcq::DeviceInfo CpuDevice::info() const {
+  hcq::DeviceInfo i;
+  i.kind = "cpu", i.interface = std::to_string(workers()) + " host threads";
+  i.arch = "x86_64";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      i.arch += " (" + line.substr(line.find(':') + 2) + ")";
+      break;
+    }
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  i.memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  return i;
+}
+
+std::shared_ptr<hcq::Program> CpuDevice::load(std::shared_ptr<const codegen::CompiledKernel> kernel) {
+  if (!kernel || kernel->target->name != "x86")
+    throw Error("cpu: load needs a kernel compiled for x86, not " + (kernel ? std::string(kernel->target->name) : std::string("nothing")));
+  return std::make_shared<CpuProgram>(std::move(kernel));
+}
+
+hcq::Buffer CpuDevice::alloc_memory(size_t bytes) {
+  size_t n = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
+  void* p = std::aligned_alloc(4096, n);
   if (!p) throw Error("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, n);
   hcq::Buffer b;
@@ -81,12 +166,6 @@ hcq::Buffer CpuDevice::alloc(size_t bytes) {
 }
 
 std::shared_ptr<uint32_t[]> CpuDevice::command_memory(size_t dwords) { return std::make_shared<uint32_t[]>(std::max<size_t>(dwords, 1)); }
-
-std::shared_ptr<CpuProgram> CpuDevice::load(const ir::UOp& kernel, const std::string& name) {
-  codegen::CompileOptions o;
-  o.name = name;
-  return std::make_shared<CpuProgram>(codegen::compile(kernel, codegen::find_target("x86"), o));
-}
 
 void CpuDevice::sleep_for_progress(std::chrono::microseconds max) {
   std::unique_lock lock(mu_);
@@ -144,7 +223,7 @@ uint64_t CpuDevice::push(std::span<const uint32_t> cmds) {
 
 void CpuDevice::processor() {
   size_t cap = ring_.size();
-  while (!stop_) {
+  while (!stop_ && !abort_) {
     uint64_t r = rptr_.load(std::memory_order_relaxed);
     if (r == wptr_.load(std::memory_order_acquire)) {
       std::unique_lock lock(mu_);
@@ -176,7 +255,7 @@ void CpuDevice::execute(const uint32_t* c, bool in_ring) {
       hcq::SignalSlot* s = slot(1);
       uint64_t v = get64(c + 3);
       for (int spin = 0; s->value.load(std::memory_order_acquire) < v; ++spin) {
-        if (stop_) return;
+        if (stop_ || abort_) return;
         if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
       }
       return;
@@ -192,7 +271,7 @@ void CpuDevice::execute(const uint32_t* c, bool in_ring) {
     case Cmd::Indirect: {
       if (!in_ring) throw Error("an indirect command inside an indirect buffer");
       const uint32_t* ib = reinterpret_cast<const uint32_t*>(get64(c + 1));
-      for (uint32_t at = 0, n = c[3]; at < n && !stop_;) {
+      for (uint32_t at = 0, n = c[3]; at < n && !stop_ && !abort_;) {
         uint32_t l = ib[at] >> 8;
         if (l == 0 || at + l > n) throw Error("malformed command at dword " + std::to_string(at) + " of an indirect buffer");
         execute(ib + at, false);
@@ -208,21 +287,16 @@ void CpuDevice::execute(const uint32_t* c, bool in_ring) {
 bool CpuDevice::run_parts(Job& j) {
   bool last = false;
   for (int64_t part; (part = j.next.fetch_add(1)) < j.parts;) {
-    j.program->function()(j.args, part, j.parts);
+    call_kernel(*j.program, j.args, part, j.parts);  // an interrupted part still counts as done
     last = j.left.fetch_sub(1) == 1;
   }
   return last;
 }
 
 void CpuDevice::run_exec(const CpuProgram& p, const uint64_t* args) {
-  in_kernel_ = true;
-  struct Done {
-    std::atomic<bool>& flag;
-    ~Done() { flag = false; }
-  } done{in_kernel_};
   int64_t parts = std::min<int64_t>(p.split(), workers());
   if (parts <= 1) {
-    p.function()(args, 0, 1);
+    call_kernel(p, args, 0, 1);
     return;
   }
   auto job = std::make_shared<Job>();

@@ -3,11 +3,17 @@
 // and signals in memory like a GPU's CP; a kernel's launch is spread over worker threads, each running
 // a contiguous piece of the outermost GLOBAL axis (codegen/host.h). The ring is never overrun: a
 // submit waits for the processor to free space.
+//
+// A kernel that never ends is this device's GPU hang. When the device fails (a wait timed out) or
+// is destroyed, threads still inside kernels are interrupted: a signal (SIGRTMIN+4, whose handler
+// this device installs) makes them leave the kernel code, like a queue reset on a GPU. The device is
+// then in its error state and takes no more work.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "codegen/compiler.h"
 #include "codegen/host.h"
@@ -38,22 +44,28 @@ class CpuDevice : public hcq::Device {
   ~CpuDevice() override;
 
   std::unique_ptr<hcq::HWQueue> compute_queue() override;
-  hcq::Buffer alloc(size_t bytes) override;
+  hcq::DeviceInfo info() const override;
+  std::string target() const override { return "x86"; }
+  std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;
+  int64_t host_time_ns(uint64_t ticks) override { return static_cast<int64_t>(ticks); }  // the host's clock
   uint64_t submit_commands(hcq::HWQueue& q) override;
   void wait_consumed(uint64_t position) override;
   uint64_t consumed_position() const override { return rptr_.load(std::memory_order_acquire); }
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
-  std::shared_ptr<CpuProgram> load(const ir::UOp& kernel, const std::string& name);
   int workers() const { return static_cast<int>(workers_.size()) + 1; }
   uint64_t ring_waits() const { return ring_waits_; }  // submits that had to wait for ring space
 
  protected:
+  hcq::Buffer alloc_memory(size_t bytes) override;
   void sleep_for_progress(std::chrono::microseconds max) override;
+  void on_fail() override { interrupt_kernels(); }
 
  private:
   void processor();
   void execute(const uint32_t* c, bool in_ring);
   void run_exec(const CpuProgram& p, const uint64_t* args);
+  bool call_kernel(const CpuProgram& p, const uint64_t* args, int64_t part, int64_t parts);  // false: interrupted
+  void interrupt_kernels();
   void worker_loop();
   uint64_t push(std::span<const uint32_t> cmds);
   void wait_read(uint64_t position, const std::string& why);  // until the processor has read up to position  // returns the write pointer after the commands
@@ -62,7 +74,9 @@ class CpuDevice : public hcq::Device {
   std::atomic<uint64_t> wptr_{0}, rptr_{0};  // dwords written / consumed, ever
   std::mutex mu_, submit_mu_;
   std::condition_variable doorbell_, progress_;
-  std::atomic<bool> stop_{false}, in_kernel_{false};
+  std::atomic<bool> stop_{false}, abort_{false};
+  std::mutex running_mu_;
+  std::vector<pthread_t> running_;  // threads inside kernel code now
   std::thread cp_;
   std::atomic<uint64_t> ring_waits_{0};
 

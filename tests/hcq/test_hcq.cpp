@@ -1,4 +1,5 @@
-// The HCQ conformance suite: the same checks for every device the build knows (the CPU for now).
+// The HCQ conformance suite: the same checks for every device the build knows (drivers/devices.h),
+// so each device that joins the table is held to all of them.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -7,20 +8,21 @@
 #include <thread>
 
 #include "drivers/cpu/cpu_device.h"
+#include "drivers/devices.h"
+#include "hcq/graph.h"
+#include "hcq/profiler.h"
 #include "ir/text.h"
+#include "llvm/Support/JSON.h"
 
 using namespace ugpu;
 using hcq::Val;
 
 namespace {
 
-struct TestDevice {
-  std::string name;
-  std::function<std::unique_ptr<cpu::CpuDevice>()> open;
-};
-const std::vector<TestDevice>& devices() {
-  static const std::vector<TestDevice> d = {{"cpu", [] { return std::make_unique<cpu::CpuDevice>(2); }}};
-  return d;
+std::vector<std::string> devices() {
+  std::vector<std::string> names;
+  for (const drivers::DeviceEntry& e : drivers::known_devices()) names.push_back(e.name);
+  return names;
 }
 
 const char* kAddOne = R"(out = DEFINE_GLOBAL:int32* {0}
@@ -31,12 +33,15 @@ SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) + 1), i))
 
 template <class F>
 void each_device(F f) {
-  for (const TestDevice& d : devices()) {
-    CAPTURE(d.name);
-    auto dev = d.open();
+  for (const std::string& name : devices()) {
+    CAPTURE(name);
+    auto dev = drivers::open_device(name);
     f(*dev);
   }
 }
+
+std::shared_ptr<hcq::Program> add_one(hcq::Device& dev) { return drivers::load_kernel(dev, ir::parse(kAddOne), "add_one"); }
+int32_t* ints(const hcq::Buffer& b) { return static_cast<int32_t*>(b.host); }
 
 }  // namespace
 
@@ -64,7 +69,7 @@ TEST_CASE("hcq: a wait that is never satisfied ends in Timeout and a device erro
     CHECK_THROWS_AS(q->submit(), hcq::DeviceError);
   });
   // Another device is unaffected.
-  auto other = devices()[0].open();
+  auto other = drivers::open_device(devices()[0]);
   auto s = other->new_signal();
   auto q = other->compute_queue();
   q->signal(*s, 3);
@@ -91,8 +96,8 @@ TEST_CASE("hcq: patch slots take each submit's values and only changed ones are 
 }
 
 TEST_CASE("hcq: 2 x 100 resubmits of a bound queue running a kernel, with patched arguments") {
-  each_device([](cpu::CpuDevice& dev) {
-    auto prog = dev.load(ir::parse(kAddOne), "add_one");
+  each_device([](hcq::Device& dev) {
+    auto prog = add_one(dev);
     hcq::Buffer a = dev.alloc(4000), b = dev.alloc(4000);
     auto q = dev.compute_queue();
     Val args[] = {Val::variable(1), Val::variable(2)};
@@ -117,7 +122,7 @@ TEST_CASE("hcq: 2 x 100 resubmits of a bound queue running a kernel, with patche
 }
 
 TEST_CASE("hcq: copies in and out of any size through small staging buffers; overlaps refused") {
-  each_device([](cpu::CpuDevice& dev) {
+  each_device([](hcq::Device& dev) {
     std::mt19937 rng(3);
     for (size_t n : {size_t{1}, size_t{3}, size_t{4097}, size_t{(5 << 20) + 7}}) {
       CAPTURE(n);
@@ -137,8 +142,8 @@ TEST_CASE("hcq: copies in and out of any size through small staging buffers; ove
 }
 
 TEST_CASE("hcq: timeline rollover near 2^31 keeps ordering and values") {
-  each_device([](cpu::CpuDevice& dev) {
-    auto prog = dev.load(ir::parse(kAddOne), "add_one");
+  each_device([](hcq::Device& dev) {
+    auto prog = add_one(dev);
     hcq::Buffer a = dev.alloc(4000), b = dev.alloc(4000);
     dev.set_rollover_for_test((uint64_t{1} << 31) - 5, uint64_t{1} << 31);
     for (int n = 0; n < 12; ++n) {
@@ -172,4 +177,281 @@ TEST_CASE("hcq: the ring is never overrun: submits wait for space") {
   big->bind();
   big->submit();  // one indirect command
   dev.synchronize();
+}
+
+namespace {
+// scale: out[i] = in[i] * 2 + 1 over 4096 elements; chained kernels only see correct values when
+// each one runs after the previous one's writes are visible.
+const char* kScale = R"(out = DEFINE_GLOBAL:int32* {0}
+in = DEFINE_GLOBAL:int32* {1}
+i = RANGE(4096) {0, GLOBAL}
+SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) * 2 + 1), i))
+)";
+// A kernel that runs for 2^62 iterations of a recurrence LLVM cannot shorten: a hang.
+const char* kSpin = R"(out = DEFINE_GLOBAL:uint32* {0}
+n = DEFINE_VAR:index {"n", 1, 4611686018427387904}
+i = RANGE(n) {0, LOOP}
+SINK(END(STORE(INDEX:uint32*(out, i % 2), LOAD:uint32(INDEX:uint32*(out, (i + 1) % 2)) * 3 + 1), i))
+)";
+int64_t host_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
+TEST_CASE("hcq: memory barriers order dependent kernels and copies") {
+  each_device([](hcq::Device& dev) {
+    auto scale = drivers::load_kernel(dev, ir::parse(kScale), "scale");
+    hcq::Buffer a = dev.alloc(4 * 4096), b = dev.alloc(4 * 4096), c = dev.alloc(4 * 4096);
+    for (int round = 0; round < 20; ++round) {
+      for (int i = 0; i < 4096; ++i) ints(a)[i] = i + round;
+      uint64_t v = dev.next_timeline();
+      auto q = dev.compute_queue();
+      Val ab[] = {b.va, a.va}, ba[] = {a.va, b.va};
+      q->wait(dev.timeline(), v - 1).exec(*scale, ab).memory_barrier().exec(*scale, ba).memory_barrier();
+      q->copy(c.va, a.va, 4 * 4096).memory_barrier().signal(dev.timeline(), v);
+      q->submit();
+      dev.synchronize();
+      int bad = 0;
+      for (int i = 0; i < 4096; ++i) bad += ints(c)[i] != ((i + round) * 2 + 1) * 2 + 1;
+      CHECK(bad == 0);
+    }
+  });
+}
+
+TEST_CASE("hcq: a graph of 100 kernels replays with new inputs by patching") {
+  each_device([](hcq::Device& dev) {
+    auto inc = add_one(dev);
+    hcq::Buffer x = dev.alloc(4000), y = dev.alloc(4000), z = dev.alloc(4000);
+    hcq::Graph g;
+    // var 0 = input, var 1 = output; the middle ping-pongs through y and z.
+    for (int n = 0; n < 100; ++n) {
+      Val out = n == 99 ? Val::variable(1) : Val(n % 2 ? z.va : y.va);
+      Val in = n == 0 ? Val::variable(0) : Val(n % 2 ? y.va : z.va);
+      g.exec(dev, inc, {out, in});
+    }
+    CHECK(g.variables() == 2);
+    hcq::Buffer in1 = dev.alloc(4000), in2 = dev.alloc(4000), out1 = dev.alloc(4000), out2 = dev.alloc(4000);
+    for (int i = 0; i < 1000; ++i) ints(in1)[i] = i, ints(in2)[i] = -i;
+    for (int rep = 0; rep < 10; ++rep) {
+      bool odd = rep % 2;
+      uint64_t vars[] = {odd ? in2.va : in1.va, odd ? out2.va : out1.va};
+      g.replay(vars);
+      g.wait();
+      int bad = 0;
+      for (int i = 0; i < 1000; ++i) bad += ints(odd ? out2 : out1)[i] != (odd ? -i : i) + 100;
+      CHECK(bad == 0);
+      ints(out1)[0] = ints(out2)[0] = 12345;  // each replay must write its output again
+    }
+    CHECK(g.queues() == 1);
+    // The replay is on the device's timeline: synchronize covers it, later work runs after it.
+    uint64_t vars[] = {in1.va, out1.va};
+    g.replay(vars);
+    dev.synchronize();
+    CHECK(ints(out1)[7] == 107);
+    CHECK_THROWS_WITH(g.replay({}), doctest::Contains("needs 2 variables"));
+  });
+}
+
+TEST_CASE("hcq: a graph across two devices waits across them") {
+  auto name = devices()[0];
+  auto d0 = drivers::open_device(name), d1 = drivers::open_device(name);
+  auto s0 = drivers::load_kernel(*d0, ir::parse(kScale), "scale"), s1 = drivers::load_kernel(*d1, ir::parse(kScale), "scale");
+  hcq::Buffer a = d0->alloc(4 * 4096), b = d0->alloc(4 * 4096), c = d1->alloc(4 * 4096), d = d1->alloc(4 * 4096);
+  hcq::Graph g;
+  int first = g.exec(*d0, s0, {b.va, Val::variable(0)});
+  int copy = g.copy(*d1, c.va, b.va, 4 * 4096, std::vector<int>{first});  // device 1 reads device 0's result
+  g.exec(*d1, s1, {d.va, c.va}, std::vector<int>{copy});
+  for (int rep = 0; rep < 5; ++rep) {
+    for (int i = 0; i < 4096; ++i) ints(a)[i] = i * rep;
+    uint64_t vars[] = {a.va};
+    g.replay(vars);
+    g.wait();
+    int bad = 0;
+    for (int i = 0; i < 4096; ++i) bad += ints(d)[i] != (i * rep * 2 + 1) * 2 + 1;
+    CHECK(bad == 0);
+  }
+  CHECK(g.queues() == 2);
+}
+
+TEST_CASE("hcq: profiler timestamps are monotone, aligned to host time, and written as Chrome trace") {
+  each_device([](hcq::Device& dev) {
+    auto prof = std::make_shared<hcq::Profiler>();
+    dev.set_profiler(prof);
+    auto scale = drivers::load_kernel(dev, ir::parse(kScale), "scale");
+    hcq::Buffer a = dev.alloc(4 * 4096), b = dev.alloc(4 * 4096);
+    int64_t before = host_ns();
+    auto q = dev.compute_queue();
+    Val ab[] = {b.va, a.va}, ba[] = {a.va, b.va};
+    uint64_t v = dev.next_timeline();
+    q->wait(dev.timeline(), v - 1);
+    for (int k = 0; k < 5; ++k) q->exec(*scale, ab).memory_barrier().exec(*scale, ba).memory_barrier();
+    q->copy(b.va, a.va, 4096).signal(dev.timeline(), v);
+    q->submit();
+    dev.synchronize();
+    int64_t after = host_ns();
+    auto ev = prof->events();
+    REQUIRE(ev.size() == 11);
+    int64_t slack = 2'000'000;  // the clock offset is measured to within a submit's round trip
+    for (size_t i = 0; i < ev.size(); ++i) {
+      CAPTURE(i);
+      CHECK(ev[i].device == dev.name());
+      CHECK(ev[i].start_ns <= ev[i].end_ns);
+      if (i) CHECK(ev[i - 1].end_ns <= ev[i].start_ns);  // one queue: in order, no overlap
+      CHECK(ev[i].start_ns >= before - slack);
+      CHECK(ev[i].end_ns <= after + slack);
+    }
+    CHECK(ev[0].name == "scale");
+    CHECK(ev.back().copy);
+    auto json = llvm::json::parse(prof->chrome_trace());
+    REQUIRE(static_cast<bool>(json));
+    const llvm::json::Array* events = json->getAsObject()->getArray("traceEvents");
+    REQUIRE(events);
+    int complete = 0;
+    for (const llvm::json::Value& e : *events) complete += e.getAsObject()->getString("ph") == llvm::StringRef("X");
+    CHECK(complete == 11);
+    dev.set_profiler(nullptr);
+  });
+}
+
+TEST_CASE("hcq: a hung kernel ends in Timeout and an error state; other devices keep working") {
+  each_device([](hcq::Device& dev) {
+    auto spin = drivers::load_kernel(dev, ir::parse(kSpin), "spin");
+    hcq::Buffer out = dev.alloc(64);
+    // The same kernel with a short loop finishes: the recurrence is really computed.
+    uint64_t v = dev.next_timeline();
+    auto q = dev.compute_queue();
+    Val few[] = {out.va, 3};
+    q->exec(*spin, few).memory_barrier().signal(dev.timeline(), v);
+    q->submit();
+    dev.synchronize();
+    CHECK(static_cast<uint32_t*>(out.host)[0] == 13);
+    v = dev.next_timeline();
+    auto hang = dev.compute_queue();
+    Val forever[] = {out.va, uint64_t{1} << 62};
+    hang->exec(*spin, forever).signal(dev.timeline(), v);
+    hang->submit();
+    CHECK_THROWS_WITH_AS(dev.wait(dev.timeline(), v, "the hung kernel", std::chrono::milliseconds(300)), doctest::Contains("the hung kernel"), hcq::Timeout);
+    CHECK(dev.failed());
+    CHECK_THROWS_AS(dev.synchronize(), hcq::DeviceError);
+    auto other = drivers::open_device(dev.name());  // an independent device runs while this one is failed
+    auto inc = add_one(*other);
+    hcq::Buffer a = other->alloc(4000), b = other->alloc(4000);
+    uint64_t w = other->next_timeline();
+    auto oq = other->compute_queue();
+    Val args[] = {b.va, a.va};
+    oq->exec(*inc, args).memory_barrier().signal(other->timeline(), w);
+    oq->submit();
+    other->synchronize();
+    CHECK(ints(b)[999] == 1);
+  });  // destroying the failed device returns: the hung kernel was stopped
+}
+
+TEST_CASE("hcq: the kernarg ring waits for the device instead of overwriting, and steps over live queues") {
+  each_device([](hcq::Device& dev) {
+    dev.set_kernarg_ring_size(4096);  // 64 blocks of 64 bytes
+    auto inc = add_one(dev);
+    hcq::Buffer a = dev.alloc(4000), b = dev.alloc(4000);
+    auto keeper = dev.compute_queue();  // holds its block for the whole test
+    Val keep_args[] = {b.va, a.va};
+    keeper->exec(*inc, keep_args);
+    auto gate = dev.new_signal();
+    std::thread opener([&] { std::this_thread::sleep_for(std::chrono::milliseconds(50)), gate->set(1); });
+    for (int n = 0; n < 300; ++n) {
+      uint64_t v = dev.next_timeline();
+      auto q = dev.compute_queue();
+      Val args[] = {n % 2 ? a.va : b.va, n % 2 ? b.va : a.va};
+      if (n == 0) q->wait(*gate, 1);  // the device is held back while the ring fills
+      q->wait(dev.timeline(), v - 1).exec(*inc, args).memory_barrier().signal(dev.timeline(), v);
+      q->submit();
+    }
+    opener.join();
+    dev.synchronize();
+    CHECK(ints(a)[5] == 300);
+    hcq::KernargStats st = dev.kernarg_stats();
+    CHECK(st.waits > 0);
+    CHECK(st.skips > 0);
+    CHECK(st.overflows == 0);
+    // Live queues holding the whole ring: allocations go outside it, and still work.
+    std::vector<std::unique_ptr<hcq::HWQueue>> held;
+    for (int n = 0; n < 70; ++n) {
+      held.push_back(dev.compute_queue());
+      held.back()->exec(*inc, keep_args);
+    }
+    CHECK(dev.kernarg_stats().overflows > 0);
+    uint64_t v = dev.next_timeline();
+    held.back()->memory_barrier().signal(dev.timeline(), v);
+    held.back()->submit();
+    dev.synchronize();
+    CHECK(ints(b)[5] == 301);
+  });
+}
+
+TEST_CASE("hcq: device memory: small blocks share chunks, large ones are reused from the LRU cache after their work") {
+  each_device([](hcq::Device& dev) {
+    std::vector<hcq::Buffer> small;
+    for (int i = 0; i < 100; ++i) small.push_back(dev.alloc(1000 + i));
+    CHECK(dev.memory_stats().chunks == 1);
+    for (size_t i = 1; i < small.size(); ++i) CHECK(small[i].va % 256 == 0);
+    small.clear();
+    dev.synchronize();
+    hcq::Buffer again = dev.alloc(1000);  // freed heap ranges come back once the work before the free is done
+    CHECK(dev.memory_stats().chunks == 1);
+    CHECK(dev.memory_stats().heap_used == 1024);
+
+    uint64_t big_va;
+    {
+      hcq::Buffer big = dev.alloc(16 << 20);
+      big_va = big.va;
+      static_cast<uint8_t*>(big.host)[5] = 7;
+    }
+    uint64_t hits = dev.memory_stats().cache_hits;
+    hcq::Buffer big2 = dev.alloc(16 << 20);
+    CHECK(big2.va == big_va);
+    CHECK(dev.memory_stats().cache_hits == hits + 1);
+    CHECK(static_cast<uint8_t*>(big2.host)[5] == 0);  // handed out zeroed
+
+    // Freed while queued work may still use it: not handed out again until that work is done.
+    auto gate = dev.new_signal();
+    uint64_t v = dev.next_timeline();
+    auto q = dev.compute_queue();
+    q->wait(*gate, 1).signal(dev.timeline(), v);
+    q->submit();
+    uint64_t va2 = big2.va;
+    big2 = {};
+    hcq::Buffer other = dev.alloc(16 << 20);
+    CHECK(other.va != va2);
+    gate->set(1);
+    dev.synchronize();
+    hcq::Buffer third = dev.alloc(16 << 20);
+    CHECK(third.va == va2);
+  });
+}
+
+TEST_CASE("hcq: range allocator (TLSF) against a reference: no overlaps, alignment, full coalescing") {
+  hcq::RangeAllocator r(1 << 20, 64 << 20, 256);
+  std::mt19937_64 rng(11);
+  std::map<uint64_t, uint64_t> live;  // addr -> size
+  for (int step = 0; step < 20000; ++step) {
+    if (live.empty() || rng() % 3) {
+      uint64_t size = rng() % 4 ? rng() % 5000 + 1 : rng() % (2 << 20) + 1;
+      uint64_t align = uint64_t{256} << (rng() % 6);
+      auto a = r.alloc(size, align);
+      if (!a) continue;
+      CHECK(*a % align == 0);
+      CHECK(*a >= (1u << 20));
+      CHECK(*a + size <= (1u << 20) + (64u << 20));
+      auto next = live.lower_bound(*a);
+      if (next != live.end()) CHECK(*a + size <= next->first);
+      if (next != live.begin()) CHECK(std::prev(next)->first + std::prev(next)->second <= *a);
+      live[*a] = size;
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      r.free(it->first);
+      live.erase(it);
+    }
+  }
+  for (auto& [a, s] : live) r.free(a);
+  CHECK(r.free_bytes() == 64u << 20);
+  CHECK(r.largest_free() == 64u << 20);  // everything merged back into one range
+  CHECK_THROWS_WITH(r.free(12345), doctest::Contains("not allocated"));
+  CHECK_FALSE(r.alloc(65u << 20));
 }

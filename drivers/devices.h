@@ -1,0 +1,32 @@
+// The devices this build knows (DESIGN.md §5): names, opening one, the default choice, and loading
+// a kernel from its UOp graph onto any of them.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hcq/device.h"
+#include "ir/uop.h"
+
+namespace ugpu::drivers {
+
+struct DeviceEntry {
+  std::string name;         // what --device takes
+  std::string description;  // one line for `ugpu devices`
+};
+std::vector<DeviceEntry> known_devices();
+
+// Throws Error naming the known devices for an unknown name, or saying why a known one cannot open.
+std::unique_ptr<hcq::Device> open_device(const std::string& name);
+
+// The device used when none is named: $UGPU_DEVICE, else the first GPU found, else the emulated
+// AMD GPU, else the CPU. `why` says how it was chosen, for the user.
+struct DefaultDevice {
+  std::string name, why;
+};
+DefaultDevice default_device();
+
+// Compiles `kernel` for the device's target (through the compile cache) and loads it.
+std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name);
+
+}  // namespace ugpu::drivers
