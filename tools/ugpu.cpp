@@ -20,7 +20,12 @@ constexpr const char* kUsage =
     "usage: ugpu <command> [options]\n"
     "\n"
     "commands:\n"
-    "  demo [--device D]      run what ugpu can do today, end to end, with every result checked\n"
+    "  devices                the devices this build knows: kind, arch, interface, memory\n"
+    "  demo [--device D] [--trace out.json]\n"
+    "                         run the built-in kernel suite on a device, every result checked against\n"
+    "                         a host reference; --trace writes a Chrome-trace timeline (Perfetto)\n"
+    "  run FILE.uop [--device D] [--var N=V] [--trace out.json]\n"
+    "                         run one kernel with deterministic inputs; prints output checksums\n"
     "  simplify FILE|-        read a UOp graph in the text form, verify it, print it simplified\n"
     "  print FILE|-           read a UOp graph and print it back in canonical form\n"
     "  compile FILE|--kernel NAME [--target T] [--emit uops|llvm|asm|obj|info] [-o FILE]\n"
@@ -64,18 +69,20 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (cmd == "demo") {
-      std::string device;
-      if (const char* env = std::getenv("UGPU_DEVICE")) device = env;
+      std::string device, trace;
       for (size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--device" && i + 1 < args.size()) device = args[++i];
         else if (args[i].rfind("--device=", 0) == 0) device = args[i].substr(9);
+        else if (args[i] == "--trace" && i + 1 < args.size()) trace = args[++i];
         else {
           std::fprintf(stderr, "ugpu demo: unknown option '%s'\n%s", args[i].c_str(), kUsage);
           return 2;
         }
       }
-      return ugpu::tools::demo(device);
+      return ugpu::tools::demo(device, trace);
     }
+    if (cmd == "devices") return ugpu::tools::devices_command(args);
+    if (cmd == "run") return ugpu::tools::run_command(args);
     if (cmd == "simplify" || cmd == "print") return graph_command(cmd, args);
     if (cmd == "compile") return ugpu::tools::compile_command(args);
     std::fprintf(stderr, "ugpu: unknown command '%s'\n%s", cmd.c_str(), kUsage);
