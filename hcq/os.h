@@ -54,7 +54,8 @@ class Os {
   // Replaces the contents in one write, as sysfs attributes require; the file must exist.
   virtual void write_file(const std::string& path, std::string_view contents) = 0;
   virtual std::vector<std::string> listdir(const std::string& path) = 0;  // names, sorted, without . and ..
-  virtual bool exists(const std::string& path) = 0;  // follows symlinks: a dangling link does not exist
+  // Follows symlinks: a dangling link does not exist.
+  virtual bool exists(const std::string& path) = 0;
   virtual std::string readlink(const std::string& path) = 0;
   virtual int eventfd(unsigned initial, int flags) = 0;
 };

@@ -33,7 +33,7 @@ struct DmaBuffer {
   size_t size = 0;  // the request rounded up to page_size
   size_t page_size = 0;
   std::vector<uint64_t> bus;
-  std::shared_ptr<void> owner;  // unmaps (and unpins) when the last copy goes
+  std::shared_ptr<void> owner;                // unmaps (and unpins) when the last copy goes
   uint64_t bus_address(size_t offset) const;  // throws Error outside the buffer
   std::span<uint8_t> bytes() const { return {host, size}; }
 };

@@ -21,7 +21,7 @@ namespace ugpu::hcq {
 
 class UsbError : public Error {
  public:
-  UsbError(const std::string& msg, bool timed_out = false) : Error(msg), timed_out_(timed_out) {}
+  explicit UsbError(const std::string& msg, bool timed_out = false) : Error(msg), timed_out_(timed_out) {}
   bool timed_out() const { return timed_out_; }
 
  private:
