@@ -170,7 +170,7 @@ Kernargs KernargRing::alloc(size_t bytes) {
       cursor_ = b.offset + b.bytes;
       continue;
     }
-    if (b.retire_at > hooks_.consumed()) {
+    if (!hooks_.consumed(b.retire_at)) {
       ++stats_.waits;
       hooks_.wait(b.retire_at);  // back-pressure: the device may still read it
     }
@@ -188,7 +188,7 @@ void KernargRing::release(const Kernargs& k, uint64_t position) {
   std::lock_guard lock(mu_);
   auto it = live_.find(static_cast<size_t>(k.va - va_));
   if (it == live_.end() || it->second != k.block) return;
-  if (position == 0 || position <= hooks_.consumed()) live_.erase(it);
+  if (position == 0 || hooks_.consumed(position)) live_.erase(it);
   else it->second->retire_at = position;
 }
 

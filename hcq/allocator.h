@@ -72,7 +72,7 @@ struct KernargStats {
 class KernargRing {
  public:
   struct Hooks {
-    std::function<uint64_t()> consumed;     // the device's consumed ring position
+    std::function<bool(uint64_t)> consumed;  // whether the device has consumed a ring position
     std::function<void(uint64_t)> wait;     // waits until that position is consumed
     std::function<Kernargs(size_t)> overflow;  // memory outside the ring
   };

@@ -62,8 +62,12 @@ void Device::wait(const Signal& s, uint64_t value, const std::string& what, std:
   if (s.value() >= value) return;
   using clock = std::chrono::steady_clock;
   auto limit = timeout.count() > 0 ? timeout : timeout_;
-  for (int spin = 0; spin < 2000; ++spin)
+  // Spin for up to 50 us first: short work finishes without paying a sleep's wake-up latency.
+  auto spin_until = clock::now() + std::chrono::microseconds(50);
+  for (int spin = 0;; ++spin) {
     if (s.value() >= value) return;
+    if (spin % 64 == 63 && clock::now() >= spin_until) break;
+  }
   uint64_t seen = s.value();
   auto deadline = clock::now() + limit;
   while (s.value() < value) {
@@ -89,9 +93,8 @@ void Device::synchronize() {
 
 void Device::keep_until(uint64_t position, std::shared_ptr<void> what) {
   std::lock_guard lock(keep_mu_);
-  uint64_t done = consumed_position();
-  std::erase_if(kept_, [&](const auto& k) { return k.first <= done; });
-  if (position > done) kept_.emplace_back(position, std::move(what));
+  std::erase_if(kept_, [&](const auto& k) { return consumed(k.first); });
+  if (!consumed(position)) kept_.emplace_back(position, std::move(what));
 }
 
 bool Device::failed() const {
@@ -166,7 +169,7 @@ Kernargs Device::alloc_kernargs(size_t bytes) {
   if (!kernarg_ring_) {
     kernarg_mem_ = alloc(kernarg_ring_size_);
     KernargRing::Hooks h;
-    h.consumed = [this] { return consumed_position(); };
+    h.consumed = [this](uint64_t p) { return consumed(p); };
     h.wait = [this](uint64_t p) { wait_consumed(p); };
     h.overflow = [this](size_t n) {
       Buffer b = alloc(n);
@@ -199,9 +202,8 @@ void Device::collect_profile(bool wait_all) {
   std::lock_guard lock(profile_mu_);
   if (wait_all)
     for (const PendingProfile& p : pending_profile_) wait_consumed(p.position);
-  uint64_t done = consumed_position();
   std::erase_if(pending_profile_, [&](const PendingProfile& p) {
-    if (p.position > done) return false;
+    if (!consumed(p.position)) return false;
     if (profiler_)
       for (const TimedCommand& t : p.timed)
         profiler_->add({name_, t.name, t.copy, host_time_ns(t.start->timestamp()), host_time_ns(t.end->timestamp())});

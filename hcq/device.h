@@ -135,11 +135,12 @@ class Device {
   void check_usable() const;  // throws DeviceError once failed
 
   // Driver entry points.
-  // Puts q (or an indirect command to it) on the ring; returns a position that wait_consumed()
-  // takes to wait until the device has finished reading (and executing) that submission.
+  // Puts q (or an indirect command to it) on its ring; returns a position that wait_consumed()
+  // takes to wait until the device has finished reading (and executing) that submission. Positions
+  // of one ring grow; a device with several rings tells them apart inside the position.
   virtual uint64_t submit_commands(HWQueue& q) = 0;
   virtual void wait_consumed(uint64_t position) = 0;
-  virtual uint64_t consumed_position() const = 0;
+  virtual bool consumed(uint64_t position) const = 0;
   // Keeps `what` (argument or command memory of a queue that is gone) until the device has consumed
   // the ring up to `position`.
   void keep_until(uint64_t position, std::shared_ptr<void> what);

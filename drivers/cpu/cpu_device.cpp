@@ -47,7 +47,8 @@ int interrupt_signal() {
 
 class CpuQueue : public hcq::HWQueue {
  public:
-  using HWQueue::HWQueue;
+  CpuQueue(hcq::Device& dev, size_t engine) : HWQueue(dev), engine(engine) {}
+  const size_t engine;  // the ring it is submitted to
 
  protected:
   void emit_wait(Val s, Val v) override { put32(header(Cmd::Wait, 5)), put64(s), put64(v); }
@@ -55,6 +56,7 @@ class CpuQueue : public hcq::HWQueue {
   void emit_timestamp(Val s) override { put32(header(Cmd::Timestamp, 3)), put64(s); }
   void emit_memory_barrier() override { put32(header(Cmd::Barrier, 1)); }
   void emit_exec(const hcq::Program& p, const hcq::Kernargs& k) override {
+    if (engine) throw Error("cpu: the copy engine runs no kernels; exec " + p.name + " on a compute queue");
     put32(header(Cmd::Exec, 5)), put64(reinterpret_cast<uint64_t>(&p)), put64(k.va);
   }
   void emit_copy(Val dst, Val src, uint64_t bytes) override {
@@ -72,12 +74,13 @@ CpuProgram::CpuProgram(std::shared_ptr<const codegen::CompiledKernel> k) : ck_(s
   split_ = g.is_const() ? std::max<int64_t>(g.const_int(), 1) : 1;
 }
 
-CpuDevice::CpuDevice(int workers, size_t ring_dwords) : hcq::Device("cpu"), ring_(ring_dwords) {
+CpuDevice::CpuDevice(int workers, size_t ring_dwords, bool copy_engine) : hcq::Device("cpu") {
   if (ring_dwords < 64) throw Error("the CPU device's ring needs at least 64 dwords");
+  for (int e = 0; e < (copy_engine ? 2 : 1); ++e) engines_.push_back(std::make_unique<Engine>(ring_dwords));
   interrupt_signal();
   int n = workers > 0 ? workers : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
-  cp_ = std::thread([this] { processor(); });
+  for (auto& e : engines_) e->cp = std::thread([this, &e = *e] { processor(e); });
 }
 
 CpuDevice::~CpuDevice() {
@@ -89,7 +92,7 @@ CpuDevice::~CpuDevice() {
   }
   job_cv_.notify_all();
   interrupt_kernels();  // a kernel that never ends is stopped, as a GPU's queue would be reset
-  cp_.join();
+  for (auto& e : engines_) e->cp.join();
   for (std::thread& t : workers_) t.join();
 }
 
@@ -131,7 +134,19 @@ bool CpuDevice::call_kernel(const CpuProgram& p, const uint64_t* args, int64_t p
   return finished;
 }
 
-std::unique_ptr<hcq::HWQueue> CpuDevice::compute_queue() { return std::make_unique<CpuQueue>(*this); }
+std::unique_ptr<hcq::HWQueue> CpuDevice::compute_queue() { return std::make_unique<CpuQueue>(*this, 0); }
+std::unique_ptr<hcq::HWQueue> CpuDevice::copy_queue() { return std::make_unique<CpuQueue>(*this, engines_.size() - 1); }
+
+bool CpuDevice::consumed(uint64_t position) const {
+  const Engine& e = *engines_.at(position >> kEngineShift);
+  return e.rptr.load(std::memory_order_acquire) >= (position & ((uint64_t{1} << kEngineShift) - 1));
+}
+
+uint64_t CpuDevice::ring_waits() const {
+  uint64_t n = 0;
+  for (const auto& e : engines_) n += e->waits;
+  return n;
+}
 
 hcq::DeviceInfo CpuDevice::info() const {
   hcq::DeviceInfo i;
@@ -173,11 +188,16 @@ void CpuDevice::sleep_for_progress(std::chrono::microseconds max) {
 }
 
 void CpuDevice::wait_read(uint64_t position, const std::string& why) {
+  const Engine& e = *engines_.at(position >> kEngineShift);
+  uint64_t at = position & ((uint64_t{1} << kEngineShift) - 1);
+  auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);  // as Device::wait
+  for (int spin = 0; e.rptr.load(std::memory_order_acquire) < at; ++spin)
+    if (spin % 64 == 63 && std::chrono::steady_clock::now() >= spin_until) break;
   auto deadline = std::chrono::steady_clock::now() + default_timeout();
-  uint64_t seen = rptr_.load();
-  while (rptr_.load(std::memory_order_acquire) < position) {
+  uint64_t seen = e.rptr.load();
+  while (e.rptr.load(std::memory_order_acquire) < at) {
     check_usable();
-    if (rptr_.load() != seen) seen = rptr_.load(), deadline = std::chrono::steady_clock::now() + default_timeout();  // progress
+    if (e.rptr.load() != seen) seen = e.rptr.load(), deadline = std::chrono::steady_clock::now() + default_timeout();  // progress
     if (std::chrono::steady_clock::now() > deadline) {
       fail(why);
       throw hcq::Timeout("device cpu: " + why + ": the command processor made no progress for " + std::to_string(default_timeout().count()) +
@@ -190,55 +210,66 @@ void CpuDevice::wait_read(uint64_t position, const std::string& why) {
 void CpuDevice::wait_consumed(uint64_t position) { wait_read(position, "waiting for a queue's previous submission before patching it"); }
 
 uint64_t CpuDevice::submit_commands(hcq::HWQueue& q) {
+  size_t engine = static_cast<CpuQueue&>(q).engine;
   if (q.bound()) {
     uint64_t addr = reinterpret_cast<uint64_t>(q.commands().data());
     uint32_t ib[4] = {header(Cmd::Indirect, 4), static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), static_cast<uint32_t>(q.commands().size())};
-    return push(ib);
+    return push(engine, ib);
   }
-  return push(q.commands());
+  return push(engine, q.commands());
 }
 
-uint64_t CpuDevice::push(std::span<const uint32_t> cmds) {
-  size_t cap = ring_.size();
+uint64_t CpuDevice::push(size_t engine, std::span<const uint32_t> cmds) {
+  Engine& e = *engines_[engine];
+  size_t cap = e.ring.size();
   if (cmds.size() > cap / 2)
     throw Error("cpu: a queue of " + std::to_string(cmds.size()) + " dwords does not fit the " + std::to_string(cap) +
                 "-dword ring; bind() it so a submit is one indirect command");
-  std::lock_guard submit_lock(submit_mu_);
-  uint64_t w = wptr_.load(std::memory_order_relaxed);
+  std::lock_guard submit_lock(e.submit_mu);
+  uint64_t w = e.wptr.load(std::memory_order_relaxed), tag = uint64_t{engine} << kEngineShift;
   size_t pos = w % cap, pad = pos + cmds.size() > cap ? cap - pos : 0;
   // Back-pressure: wait until the processor has consumed enough of the ring.
-  if (w + pad + cmds.size() - rptr_.load(std::memory_order_acquire) > cap) {
-    ++ring_waits_;
-    wait_read(w + pad + cmds.size() - cap, "waiting for space on the command ring");
+  if (w + pad + cmds.size() - e.rptr.load(std::memory_order_acquire) > cap) {
+    ++e.waits;
+    wait_read(tag | (w + pad + cmds.size() - cap), "waiting for space on the command ring");
   }
-  if (pad) ring_[pos] = header(Cmd::Wrap, pad), w += pad, pos = 0;
-  std::memcpy(&ring_[pos], cmds.data(), cmds.size() * 4);
-  wptr_.store(w + cmds.size(), std::memory_order_release);
+  if (pad) e.ring[pos] = header(Cmd::Wrap, pad), w += pad, pos = 0;
+  std::memcpy(&e.ring[pos], cmds.data(), cmds.size() * 4);
+  e.wptr.store(w + cmds.size(), std::memory_order_release);
   {
     std::lock_guard lock(mu_);  // orders the store before a waiter's predicate check: no lost doorbell
   }
-  doorbell_.notify_one();
-  return w + cmds.size();
+  doorbell_.notify_all();
+  return tag | (w + cmds.size());
 }
 
-void CpuDevice::processor() {
-  size_t cap = ring_.size();
+void CpuDevice::processor(Engine& e) {
+  size_t cap = e.ring.size();
   while (!stop_ && !abort_) {
-    uint64_t r = rptr_.load(std::memory_order_relaxed);
-    if (r == wptr_.load(std::memory_order_acquire)) {
+    uint64_t r = e.rptr.load(std::memory_order_relaxed);
+    if (r == e.wptr.load(std::memory_order_acquire)) {
+      // Poll a little before sleeping, as a GPU's command processor does: a submit that follows
+      // soon after is picked up without a wake-up's latency.
+      auto poll_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      bool more = false;
+      for (int i = 0; !more && !stop_; ++i) {
+        more = r != e.wptr.load(std::memory_order_acquire);
+        if (i % 64 == 63 && std::chrono::steady_clock::now() >= poll_until) break;
+      }
+      if (more) continue;
       std::unique_lock lock(mu_);
-      doorbell_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stop_ || r != wptr_.load(std::memory_order_acquire); });
+      doorbell_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stop_ || r != e.wptr.load(std::memory_order_acquire); });
       continue;
     }
-    const uint32_t* c = &ring_[r % cap];
+    const uint32_t* c = &e.ring[r % cap];
     uint32_t len = c[0] >> 8;
     try {
       execute(c, true);
-    } catch (const std::exception& e) {
-      fail(std::string("command processor: ") + e.what());
+    } catch (const std::exception& ex) {
+      fail(std::string("command processor: ") + ex.what());
       return;
     }
-    rptr_.store(r + len, std::memory_order_release);
+    e.rptr.store(r + len, std::memory_order_release);
     {
       std::lock_guard lock(mu_);  // as in push(): a sleeping submitter sees the new read pointer
     }

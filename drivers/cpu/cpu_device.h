@@ -39,21 +39,25 @@ class CpuProgram : public hcq::Program {
 
 class CpuDevice : public hcq::Device {
  public:
-  // workers = 0: one per hardware thread. ring_dwords: size of the command ring (tests use tiny ones).
-  explicit CpuDevice(int workers = 0, size_t ring_dwords = 1 << 16);
+  // workers = 0: one per hardware thread. ring_dwords: size of each command ring (tests use tiny
+  // ones). copy_engine: copy queues get their own ring and processor thread, as a GPU's copy engine
+  // (SDMA, CE); such a queue runs no kernels.
+  explicit CpuDevice(int workers = 0, size_t ring_dwords = 1 << 16, bool copy_engine = false);
   ~CpuDevice() override;
 
   std::unique_ptr<hcq::HWQueue> compute_queue() override;
+  std::unique_ptr<hcq::HWQueue> copy_queue() override;
+  bool copy_ring_separate() const override { return engines_.size() > 1; }
   hcq::DeviceInfo info() const override;
   std::string target() const override { return "x86"; }
   std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;
   int64_t host_time_ns(uint64_t ticks) override { return static_cast<int64_t>(ticks); }  // the host's clock
   uint64_t submit_commands(hcq::HWQueue& q) override;
   void wait_consumed(uint64_t position) override;
-  uint64_t consumed_position() const override { return rptr_.load(std::memory_order_acquire); }
+  bool consumed(uint64_t position) const override;
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
   int workers() const { return static_cast<int>(workers_.size()) + 1; }
-  uint64_t ring_waits() const { return ring_waits_; }  // submits that had to wait for ring space
+  uint64_t ring_waits() const;  // submits that had to wait for ring space
 
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override;
@@ -61,24 +65,32 @@ class CpuDevice : public hcq::Device {
   void on_fail() override { interrupt_kernels(); }
 
  private:
-  void processor();
+  // One ring and the thread that executes it. A position is the ring's write pointer after a
+  // submission (dwords ever written), with the engine's index in the top byte.
+  struct Engine {
+    explicit Engine(size_t dwords) : ring(dwords) {}
+    std::vector<uint32_t> ring;
+    std::atomic<uint64_t> wptr{0}, rptr{0};  // dwords written / consumed, ever
+    std::mutex submit_mu;
+    std::thread cp;
+    std::atomic<uint64_t> waits{0};
+  };
+  static constexpr int kEngineShift = 56;
+  void processor(Engine& e);
   void execute(const uint32_t* c, bool in_ring);
   void run_exec(const CpuProgram& p, const uint64_t* args);
   bool call_kernel(const CpuProgram& p, const uint64_t* args, int64_t part, int64_t parts);  // false: interrupted
   void interrupt_kernels();
   void worker_loop();
-  uint64_t push(std::span<const uint32_t> cmds);
-  void wait_read(uint64_t position, const std::string& why);  // until the processor has read up to position  // returns the write pointer after the commands
+  uint64_t push(size_t engine, std::span<const uint32_t> cmds);  // returns the submission's position
+  void wait_read(uint64_t position, const std::string& why);    // until the processor has read up to position
 
-  std::vector<uint32_t> ring_;
-  std::atomic<uint64_t> wptr_{0}, rptr_{0};  // dwords written / consumed, ever
-  std::mutex mu_, submit_mu_;
+  std::vector<std::unique_ptr<Engine>> engines_;  // [0] compute, [1] copy (when separate)
+  std::mutex mu_;
   std::condition_variable doorbell_, progress_;
   std::atomic<bool> stop_{false}, abort_{false};
   std::mutex running_mu_;
   std::vector<pthread_t> running_;  // threads inside kernel code now
-  std::thread cp_;
-  std::atomic<uint64_t> ring_waits_{0};
 
   // Worker pool for launches: one Job per launch, its parts taken by whoever is free.
   struct Job {

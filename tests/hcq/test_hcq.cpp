@@ -19,10 +19,16 @@ using hcq::Val;
 
 namespace {
 
-std::vector<std::string> devices() {
-  std::vector<std::string> names;
-  for (const drivers::DeviceEntry& e : drivers::known_devices()) names.push_back(e.name);
-  return names;
+struct TestDevice {
+  std::string label;
+  std::function<std::unique_ptr<hcq::Device>()> open;
+};
+// Every known device, plus the CPU with a separate copy engine (two rings, as GPUs have).
+std::vector<TestDevice> devices() {
+  std::vector<TestDevice> d;
+  for (const drivers::DeviceEntry& e : drivers::known_devices()) d.push_back({e.name, [n = e.name] { return drivers::open_device(n); }});
+  d.push_back({"cpu with a copy engine", [] { return std::make_unique<cpu::CpuDevice>(0, 1 << 16, true); }});
+  return d;
 }
 
 const char* kAddOne = R"(out = DEFINE_GLOBAL:int32* {0}
@@ -33,9 +39,9 @@ SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) + 1), i))
 
 template <class F>
 void each_device(F f) {
-  for (const std::string& name : devices()) {
-    CAPTURE(name);
-    auto dev = drivers::open_device(name);
+  for (const TestDevice& d : devices()) {
+    CAPTURE(d.label);
+    auto dev = d.open();
     f(*dev);
   }
 }
@@ -69,7 +75,7 @@ TEST_CASE("hcq: a wait that is never satisfied ends in Timeout and a device erro
     CHECK_THROWS_AS(q->submit(), hcq::DeviceError);
   });
   // Another device is unaffected.
-  auto other = drivers::open_device(devices()[0]);
+  auto other = devices()[0].open();
   auto s = other->new_signal();
   auto q = other->compute_queue();
   q->signal(*s, 3);
@@ -250,9 +256,33 @@ TEST_CASE("hcq: a graph of 100 kernels replays with new inputs by patching") {
   });
 }
 
+TEST_CASE("hcq: a graph over compute and copy queues orders them with waits") {
+  each_device([](hcq::Device& dev) {
+    auto scale = drivers::load_kernel(dev, ir::parse(kScale), "scale");
+    const uint64_t n = 4 * 4096;
+    hcq::Buffer a = dev.alloc(n), b = dev.alloc(n), c = dev.alloc(n), d = dev.alloc(n), e = dev.alloc(n);
+    hcq::Graph g;
+    int k1 = g.exec(dev, scale, {b.va, Val::variable(0)});
+    int c1 = g.copy(dev, c.va, b.va, n, std::vector<int>{k1});
+    int k2 = g.exec(dev, scale, {d.va, c.va}, std::vector<int>{c1});
+    g.copy(dev, e.va, d.va, n, std::vector<int>{k2});
+    for (int rep = 0; rep < 20; ++rep) {
+      for (int i = 0; i < 4096; ++i) ints(a)[i] = i - rep;
+      uint64_t vars[] = {a.va};
+      g.replay(vars);
+      g.wait();
+      int bad = 0;
+      for (int i = 0; i < 4096; ++i) bad += ints(e)[i] != ((i - rep) * 2 + 1) * 2 + 1;
+      CHECK(bad == 0);
+    }
+    CHECK(g.queues() == (dev.copy_ring_separate() ? 2u : 1u));
+    auto cq = dev.copy_queue();
+    if (dev.copy_ring_separate()) CHECK_THROWS_WITH(cq->exec(*scale, std::vector<Val>{a.va, b.va}), doctest::Contains("runs no kernels"));
+  });
+}
+
 TEST_CASE("hcq: a graph across two devices waits across them") {
-  auto name = devices()[0];
-  auto d0 = drivers::open_device(name), d1 = drivers::open_device(name);
+  auto d0 = devices()[0].open(), d1 = devices().back().open();
   auto s0 = drivers::load_kernel(*d0, ir::parse(kScale), "scale"), s1 = drivers::load_kernel(*d1, ir::parse(kScale), "scale");
   hcq::Buffer a = d0->alloc(4 * 4096), b = d0->alloc(4 * 4096), c = d1->alloc(4 * 4096), d = d1->alloc(4 * 4096);
   hcq::Graph g;
@@ -268,7 +298,7 @@ TEST_CASE("hcq: a graph across two devices waits across them") {
     for (int i = 0; i < 4096; ++i) bad += ints(d)[i] != (i * rep * 2 + 1) * 2 + 1;
     CHECK(bad == 0);
   }
-  CHECK(g.queues() == 2);
+  CHECK(g.queues() == (d1->copy_ring_separate() ? 3u : 2u));  // d1 copies on its own ring
 }
 
 TEST_CASE("hcq: profiler timestamps are monotone, aligned to host time, and written as Chrome trace") {
@@ -331,7 +361,7 @@ TEST_CASE("hcq: a hung kernel ends in Timeout and an error state; other devices 
     CHECK_THROWS_WITH_AS(dev.wait(dev.timeline(), v, "the hung kernel", std::chrono::milliseconds(300)), doctest::Contains("the hung kernel"), hcq::Timeout);
     CHECK(dev.failed());
     CHECK_THROWS_AS(dev.synchronize(), hcq::DeviceError);
-    auto other = drivers::open_device(dev.name());  // an independent device runs while this one is failed
+    auto other = devices()[0].open();  // an independent device runs while this one is failed
     auto inc = add_one(*other);
     hcq::Buffer a = other->alloc(4000), b = other->alloc(4000);
     uint64_t w = other->next_timeline();
