@@ -75,9 +75,9 @@ class Device {
   // A separate copy engine with its own ring (an SDMA / copy-engine queue); when false,
   // copy_queue() shares the compute ring and its commands run in order with the compute queue's.
   virtual bool copy_ring_separate() const { return false; }
-  // Device memory. Blocks up to heap_block_max() are carved by a TLSF allocator out of larger
-  // chunks the driver maps; bigger ones are the driver's own mappings, and when freed they are kept
-  // in an LRU cache (up to cache_limit() bytes) for the next allocation of the same size. Freed
+  // Device memory. Blocks up to heap_block_max_ (4 MiB) are carved by a TLSF allocator out of
+  // chunks (heap_chunk_, 64 MiB) the driver maps; bigger ones are the driver's own mappings, and when
+  // freed they are kept in an LRU cache (cache_limit_, 256 MiB) for an allocation of the same size. Freed
   // memory is reused only after the timeline has passed the work submitted before the free.
   Buffer alloc(size_t bytes);
   MemoryStats memory_stats() const;
@@ -98,7 +98,8 @@ class Device {
 
   // Profiling: while a profiler is attached, queues recorded afterwards time each exec and copy
   // with device timestamps; the events reach the profiler once the device has executed them
-  // (collected at synchronize(), and before a timed queue is resubmitted).
+  // (collected at synchronize(), and before a timed queue is resubmitted). Attach or detach it
+  // while no other thread is recording queues on this device.
   void set_profiler(std::shared_ptr<Profiler> p);
   Profiler* profiler() const { return profiler_.get(); }
   void collect_profile(bool wait_all = false);  // wait_all: for every timed submission (synchronize)
