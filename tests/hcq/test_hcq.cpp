@@ -247,6 +247,18 @@ TEST_CASE("hcq: a graph of 100 kernels replays with new inputs by patching") {
       ints(out1)[0] = ints(out2)[0] = 12345;  // each replay must write its output again
     }
     CHECK(g.queues() == 1);
+    // Progress values grow by 101 per replay; near 2^31 they start over and replays stay correct.
+    g.set_replays_for_test((uint64_t{1} << 31) / 101 - 3);
+    for (int rep = 0; rep < 6; ++rep) {
+      for (int i = 0; i < 1000; ++i) ints(in1)[i] = i * rep;
+      uint64_t vars[] = {in1.va, out1.va};
+      g.replay(vars);
+      g.wait();
+      int bad = 0;
+      for (int i = 0; i < 1000; ++i) bad += ints(out1)[i] != i * rep + 100;
+      CHECK(bad == 0);
+    }
+    for (int i = 0; i < 1000; ++i) ints(in1)[i] = i;
     // The replay is on the device's timeline: synchronize covers it, later work runs after it.
     uint64_t vars[] = {in1.va, out1.va};
     g.replay(vars);
