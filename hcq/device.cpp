@@ -30,6 +30,7 @@ Device::Device(std::string name) : name_(std::move(name)), pool_(SignalPool::cre
   timeline_ = pool_->make(0);
   shadow_ = pool_->make(0);
   timeline_cur_ = timeline_.get();
+  open_memory();
 }
 
 Device::~Device() { close_memory(); }

@@ -185,6 +185,7 @@ class Device {
   struct MemoryState;
   std::shared_ptr<MemoryState> mem_;
   std::atomic<uint64_t> rollovers_{0};
+  void open_memory();   // at construction
   void close_memory();  // at destruction: memory freed later goes straight back
   std::mutex kernarg_mu_;
   size_t kernarg_ring_size_ = 1 << 20;

@@ -56,20 +56,19 @@ struct Device::MemoryState {
 
 Buffer Device::alloc(size_t bytes) {
   check_usable();
-  if (!mem_) mem_ = std::make_shared<MemoryState>(this);
   std::shared_ptr<MemoryState> st = mem_;
   std::unique_lock lock(st->mu);
-  size_t want = std::max<size_t>(bytes, 1);
+  size_t want = std::max<size_t>(bytes, 1), heap_bytes = (want + 255) / 256 * 256;
   auto sub = [&](MemoryState::Chunk& c, uint64_t addr) {
     Buffer b;
     b.va = addr, b.size = bytes;
     b.host = c.mem.host ? static_cast<uint8_t*>(c.mem.host) + (addr - c.mem.va) : nullptr;
     if (b.host) std::memset(b.host, 0, want);
-    st->stats.heap_used += (want + 255) / 256 * 256;
+    st->stats.heap_used += heap_bytes;
     MemoryState::Chunk* cp = &c;
-    b.owner = std::shared_ptr<void>(b.host, [st, cp, addr, want, keep = c.mem.owner](void*) {
+    b.owner = std::shared_ptr<void>(b.host, [st, cp, addr, heap_bytes, keep = c.mem.owner](void*) {
       std::lock_guard l(st->mu);
-      st->stats.heap_used -= (want + 255) / 256 * 256;
+      st->stats.heap_used -= heap_bytes;
       if (st->dev) st->deferred.push_back({cp, addr, st->now()});
       else cp->ranges.free(addr);
     });
@@ -120,14 +119,14 @@ Buffer Device::alloc(size_t bytes) {
   return b;
 }
 
+void Device::open_memory() { mem_ = std::make_shared<MemoryState>(this); }
+
 MemoryStats Device::memory_stats() const {
-  if (!mem_) return {};
   std::lock_guard lock(mem_->mu);
   return mem_->stats;
 }
 
 void Device::trim() {
-  if (!mem_) return;
   std::lock_guard lock(mem_->mu);
   mem_->trim_cache(0);
   mem_->reclaim();
@@ -139,7 +138,6 @@ void Device::trim() {
 }
 
 void Device::close_memory() {
-  if (!mem_) return;
   std::lock_guard lock(mem_->mu);
   for (const auto& d : mem_->deferred) d.chunk->ranges.free(d.addr);
   mem_->deferred.clear();

@@ -27,13 +27,20 @@ HWQueue& HWQueue::wait_at(Val a, Val value) { return emit_wait(a, value), *this;
 HWQueue& HWQueue::signal_at(Val a, Val value) { return emit_signal(a, value), *this; }
 HWQueue& HWQueue::memory_barrier() { return emit_memory_barrier(), *this; }
 
+template <class F>
+void HWQueue::timed(const std::string& name, bool copy, F emit) {
+  if (!dev_.profiler()) return emit();
+  TimedCommand t{name, copy, dev_.new_signal(), dev_.new_signal()};
+  timestamp(*t.start);
+  emit();
+  timestamp(*t.end);
+  timed_.push_back(std::move(t));
+}
+
 HWQueue& HWQueue::copy(Val dst, Val src, uint64_t bytes) {
   if (dst.var < 0 && src.var < 0 && dst.constant < src.constant + bytes && src.constant < dst.constant + bytes)
     throw Error("copy of " + std::to_string(bytes) + " bytes between overlapping ranges is refused");
-  SignalRef start, end;
-  if (dev_.profiler()) start = dev_.new_signal(), end = dev_.new_signal(), timestamp(*start);
-  emit_copy(dst, src, bytes);
-  if (end) timestamp(*end), timed_.push_back({"copy " + std::to_string(bytes) + " B", true, start, end});
+  timed("copy " + std::to_string(bytes) + " B", true, [&] { emit_copy(dst, src, bytes); });
   return *this;
 }
 
@@ -51,10 +58,7 @@ HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) {
     if (args[i].var >= 0) patches_.push_back({reinterpret_cast<uint32_t*>(&k.host[i]), 0, args[i], 0, false});
   }
   if (programs_.empty() || programs_.back() != keep) programs_.push_back(std::move(keep));
-  SignalRef start, end;
-  if (dev_.profiler()) start = dev_.new_signal(), end = dev_.new_signal(), timestamp(*start);
-  emit_exec(p, k);
-  if (end) timestamp(*end), timed_.push_back({p.name, false, start, end});
+  timed(p.name, false, [&] { emit_exec(p, k); });
   return *this;
 }
 

@@ -80,6 +80,8 @@ class HWQueue {
 
  private:
   friend class Device;
+  template <class F>
+  void timed(const std::string& name, bool copy, F emit);  // emit(), between timestamps while profiling
   struct Patch {
     uint32_t* mem;  // null: the command stream, at `at` dwords (wherever it lives now)
     size_t at;

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "codegen/compiler.h"
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/devices.h"
 #include "hcq/graph.h"
@@ -496,4 +497,30 @@ TEST_CASE("hcq: range allocator (TLSF) against a reference: no overlaps, alignme
   CHECK(r.largest_free() == 64u << 20);  // everything merged back into one range
   CHECK_THROWS_WITH(r.free(12345), doctest::Contains("not allocated"));
   CHECK_FALSE(r.alloc(65u << 20));
+}
+
+TEST_CASE("hcq: misuse is refused with a clear error: graph nodes, arguments, programs, targets") {
+  each_device([](hcq::Device& dev) {
+    auto inc = add_one(dev);
+    hcq::Buffer a = dev.alloc(4000);
+    hcq::Graph empty;
+    CHECK_THROWS_WITH(empty.replay(), doctest::Contains("no nodes"));
+    hcq::Graph g;
+    CHECK_THROWS_WITH(g.exec(dev, inc, {a.va}), doctest::Contains("takes 2 arguments; 1 given"));
+    CHECK_THROWS_WITH(g.exec(dev, nullptr, {}), doctest::Contains("null program"));
+    CHECK_THROWS_WITH(g.exec(dev, inc, {a.va, a.va}, std::vector<int>{0}), doctest::Contains("only earlier nodes"));
+    g.exec(dev, inc, {a.va, a.va});
+    g.replay();
+    g.wait();
+    CHECK_THROWS_WITH(g.copy(dev, a.va, a.va + 8, 8), doctest::Contains("after the first replay"));
+    // A program the queue cannot keep alive, and a kernel for another target.
+    struct Loose : hcq::Program {};
+    Loose loose;
+    loose.name = "loose";
+    auto q = dev.compute_queue();
+    CHECK_THROWS_WITH(q->exec(loose, {}), doctest::Contains("held by a shared_ptr"));
+    codegen::CompileOptions o;
+    auto other = codegen::compile(ir::parse(kAddOne), codegen::find_target(dev.target() == "x86" ? "gfx1100" : "x86"), o);
+    CHECK_THROWS_AS(dev.load(other), Error);
+  });
 }
