@@ -7,7 +7,14 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/AsmParser/Parser.h>
+#include <llvm/MC/MCAsmBackend.h>
 #include <llvm/MC/MCAsmInfo.h>
+#include <llvm/MC/MCCodeEmitter.h>
+#include <llvm/MC/MCObjectFileInfo.h>
+#include <llvm/MC/MCObjectWriter.h>
+#include <llvm/MC/MCParser/MCAsmParser.h>
+#include <llvm/MC/MCParser/MCTargetAsmParser.h>
+#include <llvm/MC/MCStreamer.h>
 #include <llvm/MC/MCContext.h>
 #include <llvm/MC/MCDisassembler/MCDisassembler.h>
 #include <llvm/MC/MCInst.h>
@@ -43,6 +50,7 @@ UGPU_LLVM_TARGET(NVPTX)
 #undef UGPU_LLVM_TARGET
 void LLVMInitializeX86Disassembler();
 void LLVMInitializeAMDGPUDisassembler();
+void LLVMInitializeAMDGPUAsmParser();
 }
 
 namespace ugpu::codegen {
@@ -59,6 +67,7 @@ void init_llvm() {
 #undef UGPU_LLVM_INIT
     LLVMInitializeX86Disassembler();
     LLVMInitializeAMDGPUDisassembler();
+    LLVMInitializeAMDGPUAsmParser();
   });
 }
 
@@ -224,6 +233,41 @@ std::string disassemble_object(const Target& t, std::span<const uint8_t> elf) {
     }
   }
   return out;
+}
+
+std::vector<uint8_t> assemble(const Target& t, const std::string& text) {
+  if (t.arch != Arch::AMDGPU) throw Error("ugpu assembles only AMDGPU code (asked for " + std::string(t.name) + ")");
+  const llvm::Target& lt = lookup(t);
+  llvm::Triple triple{std::string(t.triple)};
+  std::string cpu = target_cpu(t), features = target_features(t);
+  std::unique_ptr<llvm::MCRegisterInfo> mri(lt.createMCRegInfo(triple));
+  llvm::MCTargetOptions mcopts;
+  std::unique_ptr<llvm::MCAsmInfo> mai(lt.createMCAsmInfo(*mri, triple, mcopts));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(lt.createMCSubtargetInfo(triple, cpu, features));
+  std::unique_ptr<llvm::MCInstrInfo> mii(lt.createMCInstrInfo());
+  if (!mri || !mai || !sti || !mii) throw Error("LLVM has no assembler for " + std::string(t.name));
+  llvm::SourceMgr sm;
+  std::string diagnostics;
+  sm.setDiagHandler([](const llvm::SMDiagnostic& d, void* ctx) { *static_cast<std::string*>(ctx) += diag_text(d); }, &diagnostics);
+  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "kernel.s"), llvm::SMLoc());
+  llvm::MCContext ctx(triple, mai.get(), mri.get(), sti.get(), &sm);
+  std::unique_ptr<llvm::MCObjectFileInfo> mofi(lt.createMCObjectFileInfo(ctx, /*PIC=*/true));
+  ctx.setObjectFileInfo(mofi.get());
+  llvm::SmallVector<char, 0> out;
+  llvm::raw_svector_ostream os(out);
+  std::unique_ptr<llvm::MCAsmBackend> backend(lt.createMCAsmBackend(*sti, *mri, mcopts));
+  std::unique_ptr<llvm::MCCodeEmitter> emitter(lt.createMCCodeEmitter(*mii, ctx));
+  if (!backend || !emitter) throw Error("LLVM has no assembler for " + std::string(t.name));
+  std::unique_ptr<llvm::MCObjectWriter> writer = backend->createObjectWriter(os);
+  std::unique_ptr<llvm::MCStreamer> streamer(
+      lt.createMCObjectStreamer(triple, ctx, std::move(backend), std::move(writer), std::move(emitter), *sti));
+  std::unique_ptr<llvm::MCAsmParser> parser(llvm::createMCAsmParser(sm, ctx, *streamer, *mai));
+  std::unique_ptr<llvm::MCTargetAsmParser> target_parser(lt.createMCAsmParser(*sti, *parser, *mii, mcopts));
+  if (!target_parser) throw Error("LLVM has no assembly parser for " + std::string(t.name));
+  parser->setTargetParser(*target_parser);
+  if (parser->Run(false) || diagnostics.find("error") != std::string::npos)
+    throw Error("cannot assemble for " + std::string(t.name) + ":\n" + diagnostics);
+  return std::vector<uint8_t>(out.begin(), out.end());
 }
 
 }  // namespace ugpu::codegen

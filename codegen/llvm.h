@@ -32,4 +32,8 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& target, const Ll
 // instruction per line with its offset; symbols as labels.
 std::string disassemble_object(const Target& target, std::span<const uint8_t> elf);
 
+// Assembles AMDGPU assembly text (instructions and directives such as .amdhsa_kernel) into an ELF
+// relocatable object; throws Error with LLVM's diagnostics when the text does not assemble.
+std::vector<uint8_t> assemble(const Target& target, const std::string& text);
+
 }  // namespace ugpu::codegen
