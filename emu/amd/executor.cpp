@@ -133,10 +133,11 @@ struct Run {
 };
 
 // Per-thread storage reused across workgroups.
+// Contents start undefined, as on hardware; init_wave clears the VGPRs a kernel declares.
 struct Worker {
   std::vector<Wave> waves;
-  std::vector<uint32_t> vgprs;  // waves x (256 + 8) x 32
-  std::vector<uint8_t> lds, scratch;
+  std::unique_ptr<uint32_t[]> vgprs;  // waves x (256 + 8) x 32
+  std::unique_ptr<uint8_t[]> lds, scratch;
 };
 
 constexpr uint32_t kVgprRows = 256 + 8;  // room past v255 for wide operands at the top of the file
@@ -230,11 +231,11 @@ void run_group(Run& run, Worker& wk, uint64_t index) {
   Workgroup wg;
   wg.id = {static_cast<uint32_t>(index % d.workgroups[0]), static_cast<uint32_t>(index / d.workgroups[0] % d.workgroups[1]),
            static_cast<uint32_t>(index / (uint64_t{d.workgroups[0]} * d.workgroups[1]))};
-  wg.lds = wk.lds.data();
+  wg.lds = wk.lds.get();
   wg.lds_bytes = run.lds_bytes;
   for (uint32_t i = 0; i < run.waves_per_group; ++i)
-    init_wave(wk.waves[i], run, wg, i, reinterpret_cast<uint32_t(*)[kLanes]>(wk.vgprs.data() + size_t{i} * kVgprRows * kLanes),
-              wk.scratch.data() + size_t{i} * kLanes * run.scratch_per_lane);
+    init_wave(wk.waves[i], run, wg, i, reinterpret_cast<uint32_t(*)[kLanes]>(wk.vgprs.get() + size_t{i} * kVgprRows * kLanes),
+              wk.scratch.get() + size_t{i} * kLanes * run.scratch_per_lane);
   for (;;) {
     bool any_barrier = false, all_ended = true;
     for (uint32_t i = 0; i < run.waves_per_group; ++i) {
@@ -305,9 +306,9 @@ RunResult Executor::run(const Dispatch& d, const RunOptions& o) {
   auto work = [&run] {
     Worker wk;
     wk.waves.resize(run.waves_per_group);
-    wk.vgprs.assign(size_t{run.waves_per_group} * kVgprRows * kLanes, 0);
-    wk.lds.assign(run.lds_bytes, 0);
-    wk.scratch.assign(size_t{run.waves_per_group} * kLanes * run.scratch_per_lane, 0);
+    wk.vgprs = std::make_unique_for_overwrite<uint32_t[]>(size_t{run.waves_per_group} * kVgprRows * kLanes);
+    wk.lds = std::make_unique_for_overwrite<uint8_t[]>(run.lds_bytes);
+    wk.scratch = std::make_unique_for_overwrite<uint8_t[]>(size_t{run.waves_per_group} * kLanes * run.scratch_per_lane);
     for (;;) {
       if (run.stop.load(std::memory_order_relaxed)) return;
       uint64_t i = run.next_group.fetch_add(1);

@@ -76,38 +76,48 @@ inline amd::Dispatch dispatch_of(Gpu& gpu, const Loaded& k, uint64_t kernarg, st
   return d;
 }
 
-// A codegen kernel compiled for gfx1100 and run in the executor on host buffers (mapped in place).
+// A codegen kernel compiled for gfx1100, loaded, its buffers (host memory) mapped in place and its
+// kernargs written: ready to dispatch.
+struct Prepared {
+  std::shared_ptr<const codegen::CompiledKernel> ck;
+  amd::Dispatch dispatch;
+};
+inline Prepared prepare_gfx1100(Gpu& gpu, const ir::UOp& kernel, std::vector<std::pair<void*, size_t>> buffers, std::vector<int64_t> vars = {}) {
+  codegen::CompileOptions o;
+  o.name = "kernel";
+  Prepared p;
+  p.ck = codegen::compile(kernel, gfx1100(), o);
+  Loaded k = load(gpu, p.ck->binary, p.ck->kernel.name);
+  std::vector<uint8_t> args;
+  size_t b = 0, v = 0;
+  for (const codegen::Param& param : p.ck->kernel.params) {
+    const bool buffer = param.kind == codegen::Param::Kind::Buffer;
+    size_t n = buffer ? 8 : static_cast<size_t>(param.dtype.itemsize());
+    args.resize((args.size() + n - 1) / n * n);
+    uint64_t value = buffer ? gpu.map(buffers.at(b).first, buffers.at(b).second) : static_cast<uint64_t>(vars.at(v));
+    buffer ? ++b : ++v;
+    args.resize(args.size() + n);
+    std::memcpy(args.data() + args.size() - n, &value, n);
+  }
+  uint64_t kernarg = gpu.alloc(std::max<size_t>(args.size(), 8), false);
+  std::memcpy(gpu.host(kernarg), args.data(), args.size());
+  codegen::LaunchDims dims = codegen::launch_dims(p.ck->kernel, vars);
+  std::array<uint32_t, 3> groups{}, size{};
+  for (int i = 0; i < 3; ++i) groups[i] = static_cast<uint32_t>(dims.global[i]), size[i] = static_cast<uint32_t>(dims.local[i]);
+  p.dispatch = dispatch_of(gpu, k, kernarg, groups, size);
+  return p;
+}
+
 struct EmuRun {
   amd::RunResult result;
   std::shared_ptr<const codegen::CompiledKernel> ck;
 };
 inline EmuRun run_gfx1100(Gpu& gpu, const ir::UOp& kernel, std::vector<std::pair<void*, size_t>> buffers, std::vector<int64_t> vars = {},
                           unsigned threads = 0) {
-  codegen::CompileOptions o;
-  o.name = "kernel";
-  EmuRun r;
-  r.ck = codegen::compile(kernel, gfx1100(), o);
-  Loaded k = load(gpu, r.ck->binary, r.ck->kernel.name);
-  std::vector<uint8_t> args;
-  size_t b = 0, v = 0;
-  for (const codegen::Param& p : r.ck->kernel.params) {
-    size_t n = p.kind == codegen::Param::Kind::Buffer ? 8 : static_cast<size_t>(p.dtype.itemsize());
-    args.resize((args.size() + n - 1) / n * n);
-    uint64_t value = p.kind == codegen::Param::Kind::Buffer ? gpu.map(buffers.at(b).first, buffers.at(b).second)
-                                                            : static_cast<uint64_t>(vars.at(v));
-    p.kind == codegen::Param::Kind::Buffer ? ++b : ++v;
-    args.resize(args.size() + n);
-    std::memcpy(args.data() + args.size() - n, &value, n);
-  }
-  uint64_t kernarg = gpu.alloc(std::max<size_t>(args.size(), 8), false);
-  std::memcpy(gpu.host(kernarg), args.data(), args.size());
-  codegen::LaunchDims dims = codegen::launch_dims(r.ck->kernel, vars);
-  std::array<uint32_t, 3> groups{}, size{};
-  for (int i = 0; i < 3; ++i) groups[i] = static_cast<uint32_t>(dims.global[i]), size[i] = static_cast<uint32_t>(dims.local[i]);
+  Prepared p = prepare_gfx1100(gpu, kernel, std::move(buffers), std::move(vars));
   amd::RunOptions ro;
   ro.threads = threads;
-  r.result = gpu.executor.run(dispatch_of(gpu, k, kernarg, groups, size), ro);
-  return r;
+  return EmuRun{gpu.executor.run(p.dispatch, ro), p.ck};
 }
 
 // Hand-written assembly: `body` followed by s_endpgm, in a kernel whose descriptor asks for the

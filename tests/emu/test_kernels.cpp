@@ -4,9 +4,10 @@
 // applies. Also: every instruction of those kernels decodes as LLVM's disassembler reads it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <random>
-#include <regex>
 #include <sstream>
 
 #include "../codegen/run.h"
@@ -166,7 +167,6 @@ i = RANGE(257) {0, GLOBAL}
 x = LOAD:{T}(INDEX:{T}*(a, i))
 SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * x + x, x)), i))
 )", {{"T", t.name()}}));
-  const std::regex line(R"(^\s+([0-9a-f]+):\s+(\S+)(.*)$)"), reg(R"(v\[\d+:\d+\]|v\d+(\.[lh])?|s\[\d+:\d+\]|s\d+|vcc_lo|vcc|exec_lo|exec|m0|null)");
   int checked = 0;
   for (const std::string& text : texts) {
     codegen::CompileOptions o;
@@ -177,9 +177,11 @@ SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * x + x, x)), i))
     REQUIRE(sec);
     std::istringstream dis(codegen::disassembly(*ck));
     std::vector<std::pair<uint64_t, std::string>> insts;
-    for (std::string l; std::getline(dis, l);) {
-      std::smatch m;
-      if (std::regex_match(l, m, line)) insts.push_back({std::stoull(m[1].str(), nullptr, 16), m[2].str() + m[3].str()});
+    for (std::string l; std::getline(dis, l);) {  // "   1c:  \tv_lshlrev_b32_e32 v0, 2, v0"
+      size_t colon = l.find(':'), first = l.find_first_not_of(' ');
+      if (colon == std::string::npos || first >= colon || l.find_first_not_of("0123456789abcdef", first) != colon) continue;
+      size_t text = l.find_first_not_of(" \t", colon + 1);
+      if (text != std::string::npos) insts.push_back({std::stoull(l.substr(first, colon - first), nullptr, 16), l.substr(text)});
     }
     for (size_t i = 0; i < insts.size(); ++i) {
       auto [off, llvm_text] = insts[i];
@@ -196,9 +198,17 @@ SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * x + x, x)), i))
         if (mn.size() > 4 && mn.ends_with(suffix)) mn.resize(mn.size() - 4);
       CHECK(std::string(emu::amd::mnemonic(x)) == mn);
       CHECK(x.problem.empty());
-      auto regs = [&](const std::string& s) {
+      auto regs = [](const std::string& s) {  // the register operands, sorted
         std::vector<std::string> v;
-        for (auto it = std::sregex_iterator(s.begin(), s.end(), reg); it != std::sregex_iterator(); ++it) v.push_back(it->str());
+        std::string tok;
+        std::istringstream in(s);
+        while (in >> tok) {
+          while (!tok.empty() && (tok.back() == ',' || tok.back() == '|')) tok.pop_back();
+          while (!tok.empty() && (tok[0] == '-' || tok[0] == '|')) tok.erase(0, 1);
+          bool reg = tok == "vcc_lo" || tok == "vcc" || tok == "exec_lo" || tok == "exec" || tok == "m0" || tok == "null" ||
+                     (tok.size() > 1 && (tok[0] == 'v' || tok[0] == 's') && (std::isdigit(static_cast<unsigned char>(tok[1])) || tok[1] == '['));
+          if (reg) v.push_back(tok);
+        }
         std::sort(v.begin(), v.end());
         return v;
       };
