@@ -52,6 +52,9 @@ struct Decoder {
   // Resolves source k from operand code `code` (0..511).
   void source(int k, uint32_t code, bool true16_hi = false) {
     Ty t = in.op ? in.op->src[k] : Ty::B32;
+    // Packed (VOP3P) operands are 32 bits: literals whole, integer constants sign-extended, float
+    // constants as f16 bits in the low half for f16 ops and as f32 bits otherwise.
+    if (in.enc == Enc::VOP3P && (bits(t) == 16)) t = t == Ty::F16 && code >= 240 && code <= 248 ? Ty::F16 : Ty::B32;
     in.src_reg[k] = static_cast<uint16_t>(code);
     if (code >= 256) {
       in.src_kind[k] = Src::Vgpr;
@@ -141,6 +144,11 @@ struct Decoder {
       set_op(lookup(isa::kSopk, field(d0, 23, 5)));
       in.dst = static_cast<uint16_t>(field(d0, 16, 7));
       in.imm = sfield(d0, 0, 16);
+      if (ok && in.op->name == "s_setreg_imm32_b32") {  // SOPK followed by a 32-bit literal
+        if (count < 2) { ok = false, why = "literal past the end of code"; return; }
+        in.raw[2] = w[1];
+        in.size = 8;
+      }
     } else if ((d0 >> 30) == 0x2) {  // SOP2
       in.enc = Enc::SOP2;
       set_op(lookup(isa::kSop2, field(d0, 23, 7)));

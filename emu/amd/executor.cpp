@@ -67,6 +67,7 @@ struct DecodeCache {
   };
   std::mutex mu;
   std::unordered_map<uint64_t, std::unique_ptr<Page>> pages;
+  std::vector<std::unique_ptr<Page>> retired;  // invalidated pages stay alive: a running wave may hold one
 
   Page* page(uint64_t base) {
     std::lock_guard lock(mu);
@@ -100,6 +101,7 @@ Executor::~Executor() = default;
 
 void Executor::invalidate_code() {
   std::lock_guard lock(cache_->mu);
+  for (auto& [base, page] : cache_->pages) cache_->retired.push_back(std::move(page));
   cache_->pages.clear();
 }
 
@@ -291,8 +293,9 @@ RunResult Executor::run(const Dispatch& d, const RunOptions& o) {
   Run run(d, o, *cache_);
   for (uint32_t n : d.workgroup_size)
     if (n == 0) throw Error("emulated dispatch: a workgroup dimension is 0");
-  run.lanes_per_group = d.workgroup_size[0] * d.workgroup_size[1] * d.workgroup_size[2];
-  if (run.lanes_per_group > 1024) throw Error("emulated dispatch: " + std::to_string(run.lanes_per_group) + " work-items per workgroup (at most 1024)");
+  const uint64_t lanes = uint64_t{d.workgroup_size[0]} * d.workgroup_size[1] * d.workgroup_size[2];
+  if (lanes > 1024) throw Error("emulated dispatch: " + std::to_string(lanes) + " work-items per workgroup (at most 1024)");
+  run.lanes_per_group = static_cast<uint32_t>(lanes);
   run.waves_per_group = (run.lanes_per_group + kLanes - 1) / kLanes;
   run.lds_bytes = std::max(d.lds_bytes, d.descriptor.group_segment_fixed_size);
   if (run.lds_bytes > 64 * 1024) throw Error("emulated dispatch: " + std::to_string(run.lds_bytes) + " bytes of LDS per workgroup (at most 65536)");

@@ -48,6 +48,7 @@ inline constexpr uint16_t kSigned = 1024;      // sub-dword load: sign-extend
 inline constexpr uint16_t kD16 = 2048;         // sub-dword load into the low 16 bits, keeping the high ones
 inline constexpr uint16_t kD16Hi = 4096;       // ... into the high 16 bits, keeping the low ones
 inline constexpr uint16_t kVccIn = 8192;       // the lane's VCC bit arrives as the lane function's flag (v_div_fmas)
+inline constexpr uint16_t kBitMods = 16384;    // abs/neg apply to the sign bit of untyped bits (v_mov, v_cndmask)
 }  // namespace op_flag
 
 // A source operand after decoding: where its bits come from.

@@ -117,7 +117,7 @@ void atomic(Wave& w, const Inst& in) {
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     uint8_t* p = lane_ptr<S>(w, in, l, sizeof(T), Access::Atomic, ds_offset<S>(in));
-    if (reinterpret_cast<uintptr_t>(p) % sizeof(T)) throw WaveFault{Fault::Kind::Memory, "misaligned atomic", 0, Access::Atomic, "global"};
+    if (reinterpret_cast<uintptr_t>(p) % sizeof(T)) throw WaveFault{Fault::Kind::Memory, "misaligned atomic", 0, Access::Atomic, S == Space::Lds ? "LDS" : "global"};
     T src = 0, cmp = 0;
     for (int i = 0; i < words; ++i) {
       src |= static_cast<T>(w.v[(in.data0 + i) & 255][l]) << (32 * i);

@@ -151,7 +151,7 @@ std::vector<OpDef> build() {
           "s_sub_i32", B32, B32, B32),
       sop<SL(uint64_t r = uint64_t{u32(a)} + u32(b) + w.scc; w.scc = r >> 32; return u32(r);)>("s_addc_u32", B32, B32, B32),
       sop<SL(uint64_t sub = uint64_t{u32(b)} + w.scc; w.scc = sub > u32(a); return u32(u32(a) - sub);)>("s_subb_u32", B32, B32, B32),
-      sop<SL(int64_t d = int64_t{s32(a)} - s32(b); return nz(w, u32(d < 0 ? -d : d));)>("s_absdiff_i32", B32, B32, B32),
+      sop<SL(int32_t d = static_cast<int32_t>(u32(a) - u32(b)); return nz(w, d < 0 ? 0u - u32(d) : u32(d));)>("s_absdiff_i32", B32, B32, B32),
       sop<SL(return nz(w, u32(u32(a) << (b & 31)));)>("s_lshl_b32", B32, B32, B32),
       sop<SL(return nz(w, a << (b & 63));)>("s_lshl_b64", B64, B64, B32),
       sop<SL(return nz(w, u32(a) >> (b & 31));)>("s_lshr_b32", B32, B32, B32),

@@ -68,6 +68,17 @@ uint32_t u32(uint64_t x) { return static_cast<uint32_t>(x); }
 int16_t s16(uint64_t x) { return static_cast<int16_t>(static_cast<uint16_t>(x)); }
 int32_t sext24(uint64_t x) { return static_cast<int32_t>(static_cast<uint32_t>(x) << 8) >> 8; }
 uint64_t sat_u32(uint64_t v, bool clamp) { return clamp && v > 0xffffffffu ? 0xffffffffu : u32(v); }
+// 16-bit add or subtract, wrapping, or saturating when the instruction's clamp bit is set.
+uint64_t add16(uint64_t a, uint64_t b, bool is_signed, bool clamp, bool sub = false) {
+  if (is_signed) {
+    int32_t r = sub ? int32_t{static_cast<int16_t>(a)} - static_cast<int16_t>(b) : int32_t{static_cast<int16_t>(a)} + static_cast<int16_t>(b);
+    if (clamp) r = std::clamp(r, -32768, 32767);
+    return static_cast<uint16_t>(r);
+  }
+  int32_t r = sub ? static_cast<int32_t>(a & 0xffff) - static_cast<int32_t>(b & 0xffff) : static_cast<int32_t>((a & 0xffff) + (b & 0xffff));
+  if (clamp) r = std::clamp(r, 0, 65535);
+  return static_cast<uint16_t>(r);
+}
 
 template <class T>
 int frexp_exp(T x) {
@@ -111,7 +122,7 @@ bool quotient_below_normal(T n, T d) {
 // S1 the denominator, S2 the numerator.
 template <class T>
 T div_scale(T s0, T s1, T s2, bool& vcc) {
-  constexpr int kScale = sizeof(T) == 4 ? 64 : 128, kMantBits = sizeof(T) == 4 ? 23 : 52, kNear = sizeof(T) == 4 ? 96 : 768;
+  constexpr int kScale = sizeof(T) == 4 ? 64 : 128, kTiny = sizeof(T) == 4 ? 23 : 53, kNear = sizeof(T) == 4 ? 96 : 768;
   vcc = false;
   if (s2 == 0 || s1 == 0) return std::numeric_limits<T>::quiet_NaN();
   if (exponent_of(s2) - exponent_of(s1) >= kNear) {  // quotient near the largest finite value
@@ -119,16 +130,18 @@ T div_scale(T s0, T s1, T s2, bool& vcc) {
     return s0 == s1 ? std::ldexp(s0, kScale) : s0;
   }
   if (is_denorm(s1)) return std::ldexp(s0, kScale);
-  if (is_denorm(T(1) / s1) && quotient_below_normal(s2, s1)) {
+  // The ISA asks whether 1/S1 is denormal in f64 even for f32, which never holds for f32.
+  const bool rcp_denorm = sizeof(T) == 8 && quotient_below_normal(T(1), s1);
+  if (rcp_denorm && quotient_below_normal(s2, s1)) {
     vcc = true;
     return s0 == s1 ? std::ldexp(s0, kScale) : s0;
   }
-  if (is_denorm(T(1) / s1)) return std::ldexp(s0, -kScale);
+  if (rcp_denorm) return std::ldexp(s0, -kScale);
   if (quotient_below_normal(s2, s1)) {
     vcc = true;
     return s0 == s2 ? std::ldexp(s0, kScale) : s0;
   }
-  if (exponent_of(s2) <= kMantBits) return std::ldexp(s0, kScale);  // tiny numerator
+  if (exponent_of(s2) <= kTiny) return std::ldexp(s0, kScale);  // tiny numerator
   return s0;
 }
 template <class T>
@@ -155,12 +168,12 @@ T div_fixup(T q, T den, T num) {
 
 // V_CMP_CLASS: bit set in the S1 mask for the class of S0.
 template <class T>
-bool float_class(T x, uint32_t mask, bool signaling) {
+bool float_class(T x, uint32_t mask, bool signaling, bool denorm) {
   int bit;
   if (std::isnan(x)) bit = signaling ? 0 : 1;
   else if (std::isinf(x)) bit = std::signbit(x) ? 2 : 9;
   else if (x == 0) bit = std::signbit(x) ? 5 : 6;
-  else if (is_denorm(x)) bit = std::signbit(x) ? 4 : 7;
+  else if (denorm) bit = std::signbit(x) ? 4 : 7;
   else bit = std::signbit(x) ? 3 : 8;
   return mask >> bit & 1;
 }
@@ -346,7 +359,7 @@ void fma_mix(Wave& w, const Inst& in) {
     for (int k = 0; k < 3; ++k) {
       uint64_t b = s[k][l];
       double v = (in.opsel_hi >> k & 1) ? f16(b >> ((in.opsel >> k & 1) * 16)) : f32(b);
-      if (in.abs >> k & 1) v = std::fabs(v);
+      if (in.neg_hi >> k & 1) v = std::fabs(v);  // v_fma_mix* encode abs in the NEG_HI bits
       if (in.neg >> k & 1) v = -v;
       x[k] = v;
     }
@@ -366,10 +379,10 @@ void fma_mix(Wave& w, const Inst& in) {
 std::vector<OpDef> build() {
   std::vector<OpDef> v = {
       // moves and selects
-      vop<LANE(return A;)>("v_mov_b32", B32, B32),
-      vop<LANE(return A;)>("v_mov_b16", B16, B16),
-      vop<LANE(return C ? B : A;)>("v_cndmask_b32", B32, B32, B32, Mask, fl::kMaskFromVcc),
-      vop<LANE(return C ? B : A;)>("v_cndmask_b16", B16, B16, B16, Mask),
+      vop<LANE(return A;)>("v_mov_b32", B32, B32, None, None, fl::kBitMods),
+      vop<LANE(return A;)>("v_mov_b16", B16, B16, None, None, fl::kBitMods),
+      vop<LANE(return C ? B : A;)>("v_cndmask_b32", B32, B32, B32, Mask, fl::kMaskFromVcc | fl::kBitMods),
+      vop<LANE(return C ? B : A;)>("v_cndmask_b16", B16, B16, B16, Mask, fl::kBitMods),
       OpDef{"v_readfirstlane_b32", readfirstlane, nullptr, B32, {B32, None, None}, fl::kScalarDst, 0},
       OpDef{"v_readlane_b32", readlane, nullptr, B32, {B32, B32, None}, fl::kScalarDst, 0},
       OpDef{"v_writelane_b32", writelane, nullptr, B32, {B32, B32, None}, 0, 0},
@@ -505,9 +518,9 @@ std::vector<OpDef> build() {
       vop<LANE(flag = u32(A) > u32(B); return flag && in.clamp ? 0 : u32(B - A);)>("v_subrev_co_u32", B32, B32, B32, None, fl::kCarryOut),
       vop<LANE(uint64_t s = uint64_t{u32(A)} + u32(B) + (C & 1); flag = s >> 32; return sat_u32(s, in.clamp);)>(
           "v_add_co_ci_u32", B32, B32, B32, Mask, fl::kCarryOut | fl::kMaskFromVcc),
-      vop<LANE(uint64_t s = uint64_t{u32(B)} + (C & 1); flag = s > u32(A); return u32(u32(A) - s);)>(
+      vop<LANE(uint64_t s = uint64_t{u32(B)} + (C & 1); flag = s > u32(A); return flag && in.clamp ? 0 : u32(u32(A) - s);)>(
           "v_sub_co_ci_u32", B32, B32, B32, Mask, fl::kCarryOut | fl::kMaskFromVcc),
-      vop<LANE(uint64_t s = uint64_t{u32(A)} + (C & 1); flag = s > u32(B); return u32(u32(B) - s);)>(
+      vop<LANE(uint64_t s = uint64_t{u32(A)} + (C & 1); flag = s > u32(B); return flag && in.clamp ? 0 : u32(u32(B) - s);)>(
           "v_subrev_co_ci_u32", B32, B32, B32, Mask, fl::kCarryOut | fl::kMaskFromVcc),
       vop<LANE(return u32(uint64_t{u32(A)} * u32(B));)>("v_mul_lo_u32", B32, B32, B32),
       vop<LANE(return (uint64_t{u32(A)} * u32(B)) >> 32;)>("v_mul_hi_u32", B32, B32, B32),
@@ -564,13 +577,13 @@ std::vector<OpDef> build() {
       vop<LANE(uint32_t x = u32(A), r = 0; for (int i = 0; i < 32; ++i) r |= (x >> i & 1) << (31 - i); return r;)>("v_bfrev_b32", B32, B32),
       vop<LANE(return A ? u32(std::countl_zero(u32(A))) : 0xffffffffu;)>("v_clz_i32_u32", B32, B32),
       vop<LANE(return A ? u32(std::countr_zero(u32(A))) : 0xffffffffu;)>("v_ctz_i32_b32", B32, B32),
-      vop<LANE(int32_t x = s32(A); if (x == 0 || x == -1) return 0xffffffffu; return u32(std::countl_zero(u32(x < 0 ? ~x : x)) - 1);)>("v_cls_i32", B32, B32),
+      vop<LANE(int32_t x = s32(A); if (x == 0 || x == -1) return 0xffffffffu; return u32(std::countl_zero(u32(x < 0 ? ~x : x)));)>("v_cls_i32", B32, B32),
       vop<LANE(return u32(std::popcount(u32(A)) + B);)>("v_bcnt_u32_b32", B32, B32, B32),
       // 16-bit integer
-      vop<LANE(return (A + B) & 0xffff;)>("v_add_nc_u16", B16, B16, B16),
-      vop<LANE(return (A - B) & 0xffff;)>("v_sub_nc_u16", B16, B16, B16),
-      vop<LANE(return (A + B) & 0xffff;)>("v_add_nc_i16", B16, B16, B16),
-      vop<LANE(return (A - B) & 0xffff;)>("v_sub_nc_i16", B16, B16, B16),
+      vop<LANE(return add16(A, B, false, in.clamp);)>("v_add_nc_u16", B16, B16, B16),
+      vop<LANE(return add16(A, B, false, in.clamp, true);)>("v_sub_nc_u16", B16, B16, B16),
+      vop<LANE(return add16(A, B, true, in.clamp);)>("v_add_nc_i16", B16, B16, B16),
+      vop<LANE(return add16(A, B, true, in.clamp, true);)>("v_sub_nc_i16", B16, B16, B16),
       vop<LANE(return (A * B) & 0xffff;)>("v_mul_lo_u16", B16, B16, B16),
       vop<LANE(return (B << (A & 15)) & 0xffff;)>("v_lshlrev_b16", B16, B16, B16),
       vop<LANE(return (B & 0xffff) >> (A & 15);)>("v_lshrrev_b16", B16, B16, B16),
@@ -585,22 +598,22 @@ std::vector<OpDef> build() {
       vop<LANE(return ~A & 0xffff;)>("v_not_b16", B16, B16),
       vop<LANE(return ((A * B) + C) & 0xffff;)>("v_mad_u16", B16, B16, B16, B16),
       // class tests
-      vop<LANE(flag = float_class(f32(A), u32(B), snan32(A)); return 0;)>("v_cmp_class_f32", Mask, F32, B32, None, fl::kCompare),
-      vop<LANE(flag = float_class(f32(A), u32(B), snan32(A)); return 0;)>("v_cmpx_class_f32", Mask, F32, B32, None, fl::kCompare | fl::kCompareExec),
-      vop<LANE(flag = float_class(f64(A), u32(B), snan64(A)); return 0;)>("v_cmp_class_f64", Mask, F64, B32, None, fl::kCompare),
-      vop<LANE(flag = float_class(f64(A), u32(B), snan64(A)); return 0;)>("v_cmpx_class_f64", Mask, F64, B32, None, fl::kCompare | fl::kCompareExec),
-      vop<LANE(flag = float_class(f16(A), u32(B), snan16(A)); return 0;)>("v_cmp_class_f16", Mask, F16, B16, None, fl::kCompare),
-      vop<LANE(flag = float_class(f16(A), u32(B), snan16(A)); return 0;)>("v_cmpx_class_f16", Mask, F16, B16, None, fl::kCompare | fl::kCompareExec),
+      vop<LANE(flag = float_class(f32(A), u32(B), snan32(A), is_denorm(f32(A))); return 0;)>("v_cmp_class_f32", Mask, F32, B32, None, fl::kCompare),
+      vop<LANE(flag = float_class(f32(A), u32(B), snan32(A), is_denorm(f32(A))); return 0;)>("v_cmpx_class_f32", Mask, F32, B32, None, fl::kCompare | fl::kCompareExec),
+      vop<LANE(flag = float_class(f64(A), u32(B), snan64(A), is_denorm(f64(A))); return 0;)>("v_cmp_class_f64", Mask, F64, B32, None, fl::kCompare),
+      vop<LANE(flag = float_class(f64(A), u32(B), snan64(A), is_denorm(f64(A))); return 0;)>("v_cmpx_class_f64", Mask, F64, B32, None, fl::kCompare | fl::kCompareExec),
+      vop<LANE(flag = float_class(f16(A), u32(B), snan16(A), is_denorm_bits(A, F16)); return 0;)>("v_cmp_class_f16", Mask, F16, B16, None, fl::kCompare),
+      vop<LANE(flag = float_class(f16(A), u32(B), snan16(A), is_denorm_bits(A, F16)); return 0;)>("v_cmpx_class_f16", Mask, F16, B16, None, fl::kCompare | fl::kCompareExec),
       // packed 16-bit
       pk<PK(return bits_f16(f16(A) + f16(B));)>("v_pk_add_f16", F16, 2),
       pk<PK(return bits_f16(f16(A) * f16(B));)>("v_pk_mul_f16", F16, 2),
       pk<PK(return bits_f16(std::fma(double{f16(A)}, double{f16(B)}, double{f16(C)}));)>("v_pk_fma_f16", F16, 3),
       pk<PK(return bits_f16(fmax_ieee(f16(A), f16(B)));)>("v_pk_max_f16", F16, 2),
       pk<PK(return bits_f16(fmin_ieee(f16(A), f16(B)));)>("v_pk_min_f16", F16, 2),
-      pk<PK(return A + B;)>("v_pk_add_u16", B16, 2),
-      pk<PK(return A - B;)>("v_pk_sub_u16", B16, 2),
-      pk<PK(return A + B;)>("v_pk_add_i16", B16, 2),
-      pk<PK(return A - B;)>("v_pk_sub_i16", B16, 2),
+      pk<PK(return add16(A, B, false, in.clamp);)>("v_pk_add_u16", B16, 2),
+      pk<PK(return add16(A, B, false, in.clamp, true);)>("v_pk_sub_u16", B16, 2),
+      pk<PK(return add16(A, B, true, in.clamp);)>("v_pk_add_i16", B16, 2),
+      pk<PK(return add16(A, B, true, in.clamp, true);)>("v_pk_sub_i16", B16, 2),
       pk<PK(return A * B;)>("v_pk_mul_lo_u16", B16, 2),
       pk<PK(return A * B + C;)>("v_pk_mad_u16", B16, 3),
       pk<PK(return B << (A & 15);)>("v_pk_lshlrev_b16", B16, 2),

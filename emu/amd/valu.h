@@ -44,12 +44,12 @@ inline void fetch(const Wave& w, const Inst& in, int k, uint64_t* a) {
     const uint64_t v = scalar_src(w, in, k);
     for (int l = 0; l < kLanes; ++l) a[l] = v;
   }
-  if (!is_float(t)) return;
+  if (!is_float(t) && !(in.op->flags & op_flag::kBitMods)) return;
   if ((in.abs | in.neg) >> k & 1) {
     const uint64_t s = sign_bit(t), clear = (in.abs >> k & 1) ? ~s : ~uint64_t{0}, flip = (in.neg >> k & 1) ? s : 0;
     for (int l = 0; l < kLanes; ++l) a[l] = (a[l] & clear) ^ flip;
   }
-  if (flushes(w, t))
+  if (is_float(t) && flushes(w, t))
     for (int l = 0; l < kLanes; ++l)
       if (is_denorm_bits(a[l], t)) a[l] &= sign_bit(t);
 }

@@ -57,10 +57,11 @@ struct Wave {
 
   // A host pointer for `size` bytes at device `address`, translated through the wave's cached span.
   uint8_t* translate(uint64_t address, uint64_t size, Access access, const char* space = "global") {
-    if (address - tlb.device + size <= tlb.size && address >= tlb.device && (access == Access::Read || tlb.writable))
+    if (address >= tlb.device && address - tlb.device <= tlb.size && size <= tlb.size - (address - tlb.device) &&
+        (access == Access::Read || tlb.writable))
       return tlb.host + (address - tlb.device);
     auto span = memory ? memory->translate(address, size, access) : std::nullopt;
-    if (!span || address < span->device || address - span->device + size > span->size)
+    if (!span || address < span->device || address - span->device > span->size || size > span->size - (address - span->device))
       throw WaveFault{Fault::Kind::Memory, "", address, access, space};
     tlb = *span;
     return tlb.host + (address - tlb.device);

@@ -214,6 +214,25 @@ TEST_CASE("16-bit halves (true16 .l/.h and op_sel) and packed math") {
   CHECK(out[0][3] == (0x3c00u | 0x4200u << 16));  // low: v1.hi * v2.lo = 2 * 0.5; high: v1.lo * v2.hi = 1 * 3
 }
 
+TEST_CASE("modifiers and clamps outside float math: v_cndmask neg, integer saturation, packed constants, v_cls, f16 class") {
+  auto out = lanes(R"(
+  v_cmp_gt_u32_e64 s10, 1, v0
+  v_cndmask_b32_e64 v5, -v1, |v2|, s10
+  v_add_nc_u16 v6, v3, v3 clamp
+  v_pk_add_u16 v7, v4, -1 clamp
+  v_cls_i32 v8, v4
+)", {u4(bits(2.0f), bits(-3.0f), 0xf000, 0x40000000u)});
+  CHECK(flt(out[0][0]) == 3.0f);   // lane 0: VCC set, |v2|
+  CHECK(flt(out[1][0]) == -2.0f);  // lane 1: -v1
+  CHECK((out[0][1] & 0xffff) == 0xffffu);  // 0xf000 + 0xf000 saturates
+  CHECK(out[0][2] == 0xffffffffu);         // both halves saturate: the constant -1 is 0xffffffff packed
+  CHECK(out[0][3] == 1u);                  // 0x40000000: one bit matches the sign
+  out = lanes("  v_cmp_class_f16_e64 s10, v1, 0x80\n  v_cndmask_b32_e64 v5, 0, 1, s10\n  s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0\n  v_mul_f32 v6, v2, 1.0",
+              {u4(0x0001, bits(kDenorm))});
+  CHECK(out[0][0] == 1u);  // the smallest half denormal is class +denormal (bit 7)
+  CHECK(out[0][1] == 0u);  // FP_DENORM set to 0 through the literal: flushed
+}
+
 TEST_CASE("VOPD reads both halves' sources before writing either") {
   auto out = lanes(R"(
   v_mov_b32 v11, v1
