@@ -91,6 +91,22 @@ std::unique_ptr<llvm::TargetMachine> make_machine(const Target& t, int opt_level
   return tm;
 }
 
+// The MC layer's descriptions of a target: registers, assembler syntax, subtarget, instructions.
+struct McTarget {
+  std::unique_ptr<llvm::MCRegisterInfo> mri;
+  std::unique_ptr<llvm::MCAsmInfo> mai;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti;
+  std::unique_ptr<llvm::MCInstrInfo> mii;
+  McTarget(const llvm::Target& lt, const Target& t, const char* what) {
+    llvm::Triple triple{std::string(t.triple)};
+    mri.reset(lt.createMCRegInfo(triple));
+    if (mri) mai.reset(lt.createMCAsmInfo(*mri, triple, llvm::MCTargetOptions()));
+    sti.reset(lt.createMCSubtargetInfo(triple, target_cpu(t), target_features(t)));
+    mii.reset(lt.createMCInstrInfo());
+    if (!mri || !mai || !sti || !mii) throw Error("LLVM has no " + std::string(what) + " for " + std::string(t.name));
+  }
+};
+
 std::string diag_text(const llvm::SMDiagnostic& d) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -182,16 +198,10 @@ std::string disassemble_object(const Target& t, std::span<const uint8_t> elf) {
   llvm::StringRef data(reinterpret_cast<const char*>(elf.data()), elf.size());
   auto obj = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(data, "kernel"));
   if (!obj) throw Error("cannot disassemble: not a valid object file: " + llvm::toString(obj.takeError()));
-  std::string cpu = target_cpu(t), features = target_features(t);
-  std::unique_ptr<llvm::MCRegisterInfo> mri(lt.createMCRegInfo(triple));
-  llvm::MCTargetOptions mcopts;
-  std::unique_ptr<llvm::MCAsmInfo> mai(lt.createMCAsmInfo(*mri, triple, mcopts));
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(lt.createMCSubtargetInfo(triple, cpu, features));
-  std::unique_ptr<llvm::MCInstrInfo> mii(lt.createMCInstrInfo());
-  if (!mri || !mai || !sti || !mii) throw Error("LLVM has no disassembler for " + std::string(t.name));
-  llvm::MCContext mc(triple, mai.get(), mri.get(), sti.get());
-  std::unique_ptr<llvm::MCDisassembler> dis(lt.createMCDisassembler(*sti, mc));
-  std::unique_ptr<llvm::MCInstPrinter> printer(lt.createMCInstPrinter(triple, mai->getAssemblerDialect(), *mai, *mii, *mri));
+  McTarget m(lt, t, "disassembler");
+  llvm::MCContext mc(triple, m.mai.get(), m.mri.get(), m.sti.get());
+  std::unique_ptr<llvm::MCDisassembler> dis(lt.createMCDisassembler(*m.sti, mc));
+  std::unique_ptr<llvm::MCInstPrinter> printer(lt.createMCInstPrinter(triple, m.mai->getAssemblerDialect(), *m.mai, *m.mii, *m.mri));
   if (!dis || !printer) throw Error("LLVM has no disassembler for " + std::string(t.name));
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -223,7 +233,7 @@ std::string disassemble_object(const Target& t, std::span<const uint8_t> elf) {
       std::snprintf(addr, sizeof addr, "  %6llx:  ", static_cast<unsigned long long>(off));
       os << addr;
       if (dis->getInstruction(inst, size, bytes.slice(off), off, llvm::nulls()) == llvm::MCDisassembler::Success && size) {
-        printer->printInst(&inst, off, "", *sti, os);
+        printer->printInst(&inst, off, "", *m.sti, os);
       } else {
         size = std::min<uint64_t>(step, bytes.size() - off);
         os << "\t<unknown>";
@@ -239,18 +249,17 @@ std::vector<uint8_t> assemble(const Target& t, const std::string& text) {
   if (t.arch != Arch::AMDGPU) throw Error("ugpu assembles only AMDGPU code (asked for " + std::string(t.name) + ")");
   const llvm::Target& lt = lookup(t);
   llvm::Triple triple{std::string(t.triple)};
-  std::string cpu = target_cpu(t), features = target_features(t);
-  std::unique_ptr<llvm::MCRegisterInfo> mri(lt.createMCRegInfo(triple));
+  McTarget m(lt, t, "assembler");
   llvm::MCTargetOptions mcopts;
-  std::unique_ptr<llvm::MCAsmInfo> mai(lt.createMCAsmInfo(*mri, triple, mcopts));
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(lt.createMCSubtargetInfo(triple, cpu, features));
-  std::unique_ptr<llvm::MCInstrInfo> mii(lt.createMCInstrInfo());
-  if (!mri || !mai || !sti || !mii) throw Error("LLVM has no assembler for " + std::string(t.name));
+  llvm::MCRegisterInfo* mri = m.mri.get();
+  llvm::MCAsmInfo* mai = m.mai.get();
+  llvm::MCSubtargetInfo* sti = m.sti.get();
+  llvm::MCInstrInfo* mii = m.mii.get();
   llvm::SourceMgr sm;
   std::string diagnostics;
   sm.setDiagHandler([](const llvm::SMDiagnostic& d, void* ctx) { *static_cast<std::string*>(ctx) += diag_text(d); }, &diagnostics);
   sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "kernel.s"), llvm::SMLoc());
-  llvm::MCContext ctx(triple, mai.get(), mri.get(), sti.get(), &sm);
+  llvm::MCContext ctx(triple, mai, mri, sti, &sm);
   std::unique_ptr<llvm::MCObjectFileInfo> mofi(lt.createMCObjectFileInfo(ctx, /*PIC=*/true));
   ctx.setObjectFileInfo(mofi.get());
   llvm::SmallVector<char, 0> out;

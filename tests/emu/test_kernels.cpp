@@ -220,3 +220,33 @@ SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * x + x, x)), i))
   MESSAGE("instructions checked against LLVM: " << checked);
   CHECK(checked > 500);
 }
+
+TEST_CASE("kernel suite on the executor: gather with out-of-range ids and a masked load read nothing outside their buffers") {
+  // Buffers are mapped exactly, so any read outside them would be a memory fault.
+  std::vector<uint16_t> table(1000 * 24), out(40 * 24, 0);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint16_t>(ir::float_to_bits(static_cast<double>(i % 977) / 8, ir::dtypes::half));
+  std::vector<int32_t> ids(40);
+  for (int t = 0; t < 40; ++t) ids[t] = (t * 97) % 1000;
+  ids[3] = -1, ids[7] = 1000, ids[11] = INT32_MIN, ids[13] = 999;
+  Gpu gpu;
+  EmuRun r = run_gfx1100(gpu, kernel(codegen::example_kernel("gather").text),
+                         {{out.data(), out.size() * 2}, {table.data(), table.size() * 2}, {ids.data(), ids.size() * 4}});
+  if (r.result.fault) FAIL(r.result.fault->message);
+  int bad = 0;
+  for (int t = 0; t < 40; ++t)
+    for (int d = 0; d < 24; ++d) bad += out[t * 24 + d] != ((ids[t] >= 0 && ids[t] < 1000) ? table[ids[t] * 24 + d] : 0);
+  CHECK(bad == 0);
+
+  std::vector<float> x(1000), o(1006, 0);
+  for (int i = 0; i < 1000; ++i) x[i] = static_cast<float>(i) * 0.25f;
+  r = run_gfx1100(gpu, kernel(R"(out = DEFINE_GLOBAL:float* {0}
+x = DEFINE_GLOBAL:float* {1}
+i = RANGE(1006) {0, GLOBAL}
+v = LOAD:float(INDEX:float*(x, WHERE((i > 2) & (i < 1003), i - 3, INVALID)), -1.0)
+SINK(END(STORE(INDEX:float*(out, i), v), i))
+)"), {{o.data(), o.size() * 4}, {x.data(), x.size() * 4}});
+  if (r.result.fault) FAIL(r.result.fault->message);
+  bad = 0;
+  for (int i = 0; i < 1006; ++i) bad += o[i] != ((i >= 3 && i < 1003) ? (i - 3) * 0.25f : -1.0f);
+  CHECK(bad == 0);
+}
