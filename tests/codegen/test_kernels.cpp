@@ -10,6 +10,7 @@
 #include "codegen/examples.h"
 #include "ir/dtype.h"
 #include "run.h"
+#include "suite.h"
 
 using namespace ugpu;
 using namespace ugpu::test;
@@ -40,14 +41,7 @@ TEST_CASE("kernel suite: elementwise add with a broadcast row") {
 
 TEST_CASE("kernel suite: integer and narrow-float elementwise ops, every dtype") {
   // out = (a * b + a) max b, per dtype, with the dtype's own wrap-around and rounding.
-  const std::string tmpl = R"(out = DEFINE_GLOBAL:{T}* {0}
-a = DEFINE_GLOBAL:{T}* {1}
-b = DEFINE_GLOBAL:{T}* {2}
-i = RANGE(257) {0, GLOBAL}
-x = LOAD:{T}(INDEX:{T}*(a, i))
-y = LOAD:{T}(INDEX:{T}*(b, i))
-SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * y + x, y)), i))
-)";
+  const std::string tmpl = suite::kElementwise;
   std::mt19937 rng(7);
   for (ir::DType t : {ir::dtypes::int8, ir::dtypes::int16, ir::dtypes::int32, ir::dtypes::int64, ir::dtypes::uint8, ir::dtypes::uint16,
                       ir::dtypes::uint32, ir::dtypes::uint64, ir::dtypes::half, ir::dtypes::bfloat16, ir::dtypes::float32, ir::dtypes::float64}) {
@@ -105,13 +99,7 @@ SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * y + x, y)), i))
 }
 
 TEST_CASE("kernel suite: sum and max over the inner and the outer axis, float and int") {
-  const std::string tmpl = R"(out = DEFINE_GLOBAL:{T}* {0}
-x = DEFINE_GLOBAL:{T}* {1}
-o = RANGE({KEEP}) {0, GLOBAL}
-r = RANGE({RED}) {1, REDUCE}
-v = REDUCE:{T}(LOAD:{T}(INDEX:{T}*(x, {IDX})), r) {{OP}}
-SINK(END(STORE(INDEX:{T}*(out, o), v), o))
-)";
+  const std::string tmpl = suite::kReduce;
   const int R = 37, C = 53;
   auto xf = random_floats(R * C, -100, 100, 3);
   std::vector<int32_t> xi(R * C);
@@ -272,12 +260,7 @@ TEST_CASE("kernel suite: floor division and modulo of negative numbers, and a ke
   // out[i] = (i - 50) // d  +  1000 * ((i - 50) % d) for constant divisors and a runtime one.
   for (std::string d : {"7", "8", "1", "-3", "n"}) {
     CAPTURE(d);
-    auto k = kernel(fill(R"(out = DEFINE_GLOBAL:int32* {0}
-n = DEFINE_VAR {"n", 1, 100}
-i = RANGE(100) {0, GLOBAL}
-v = i - 50
-SINK(END(STORE(INDEX:int32*(out, i), CAST:int32(v // {D} + 1000 * (v % {D}))), i))
-)", {{"D", d}}));
+    auto k = kernel(fill(suite::kFloorDiv, {{"D", d}}));
     Buf O = Buf::zeros<int32_t>(100);
     run_x86(k, {&O}, {13});
     int64_t dv = d == "n" ? 13 : std::stoll(d);
@@ -293,13 +276,7 @@ SINK(END(STORE(INDEX:int32*(out, i), CAST:int32(v // {D} + 1000 * (v % {D}))), i
 
 TEST_CASE("kernel suite: a variable loop bound and bool logic") {
   // out[i] = number of j < n with (j % 3 == 0) != (i % 2 == 0)
-  auto k = kernel(R"(out = DEFINE_GLOBAL:int32* {0}
-n = DEFINE_VAR {"n", 0, 1000}
-i = RANGE(10) {0, GLOBAL}
-j = RANGE(n) {1, REDUCE}
-hit = (j % 3 == 0) != (i % 2 == 0)
-SINK(END(STORE(INDEX:int32*(out, i), REDUCE:int32(CAST:int32(hit), j) {ADD}), i))
-)");
+  auto k = kernel(suite::kVariableLoop);
   for (int64_t n : {0, 1, 17, 1000}) {
     Buf O = Buf::zeros<int32_t>(10);
     run_x86(k, {&O}, {n});

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../codegen/run.h"
+#include "../codegen/suite.h"
 #include "codegen/examples.h"
 #include "emu/amd/inst.h"
 #include "harness.h"
@@ -84,24 +85,15 @@ void compare(const Case& c, ir::DType t) {
 }  // namespace
 
 TEST_CASE("kernel suite on the executor: the built-in examples match the host") {
-  const double f = 4;
   compare({"add", codegen::example_kernel("add").text, {6400 * 4, 6400 * 4, 100 * 4}, {}}, ir::dtypes::float32);
   compare({"matmul", codegen::example_kernel("matmul").text, {33 * 45 * 4, 33 * 70 * 4, 70 * 45 * 4}, {}}, ir::dtypes::float32);
   compare({"matmul_upcast", codegen::example_kernel("matmul_upcast").text, {32 * 48 * 4, 32 * 64 * 4, 64 * 48 * 4}, {}}, ir::dtypes::float32);
   compare({"softmax", codegen::example_kernel("softmax").text, {16 * 200 * 4, 16 * 200 * 4}, {}, 4e-6}, ir::dtypes::float32);
   compare({"conv2d", codegen::example_kernel("conv2d").text, {4 * 120 * 4, 2 * 120 * 4, 4 * 18 * 4}, {}}, ir::dtypes::float32);
-  (void)f;
 }
 
 TEST_CASE("kernel suite on the executor: elementwise ops in every dtype") {
-  const std::string tmpl = R"(out = DEFINE_GLOBAL:{T}* {0}
-a = DEFINE_GLOBAL:{T}* {1}
-b = DEFINE_GLOBAL:{T}* {2}
-i = RANGE(257) {0, GLOBAL}
-x = LOAD:{T}(INDEX:{T}*(a, i))
-y = LOAD:{T}(INDEX:{T}*(b, i))
-SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * y + x, y)), i))
-)";
+  const std::string tmpl = suite::kElementwise;
   for (ir::DType t : {ir::dtypes::int8, ir::dtypes::int16, ir::dtypes::int32, ir::dtypes::int64, ir::dtypes::uint8, ir::dtypes::uint16,
                       ir::dtypes::uint32, ir::dtypes::uint64, ir::dtypes::half, ir::dtypes::bfloat16, ir::dtypes::float32, ir::dtypes::float64}) {
     size_t n = 257 * static_cast<size_t>(t.itemsize());
@@ -110,13 +102,7 @@ SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * y + x, y)), i))
 }
 
 TEST_CASE("kernel suite on the executor: reductions, integer division, variables and loops") {
-  const std::string red = R"(out = DEFINE_GLOBAL:{T}* {0}
-x = DEFINE_GLOBAL:{T}* {1}
-o = RANGE({KEEP}) {0, GLOBAL}
-r = RANGE({RED}) {1, REDUCE}
-v = REDUCE:{T}(LOAD:{T}(INDEX:{T}*(x, {IDX})), r) {{OP}}
-SINK(END(STORE(INDEX:{T}*(out, o), v), o))
-)";
+  const std::string red = suite::kReduce;
   for (bool inner : {true, false})
     for (std::string op : {"ADD", "MAX"})
       for (ir::DType t : {ir::dtypes::float32, ir::dtypes::int32}) {
@@ -126,21 +112,10 @@ SINK(END(STORE(INDEX:{T}*(out, o), v), o))
         compare({"reduce " + op, text, {static_cast<size_t>(keep) * 4, 37 * 53 * 4}, {}}, t);
       }
   for (std::string d : {"7", "8", "1", "-3", "n"}) {
-    std::string text = fill(R"(out = DEFINE_GLOBAL:int32* {0}
-n = DEFINE_VAR {"n", 1, 100}
-i = RANGE(100) {0, GLOBAL}
-v = i - 50
-SINK(END(STORE(INDEX:int32*(out, i), CAST:int32(v // {D} + 1000 * (v % {D}))), i))
-)", {{"D", d}});
+    std::string text = fill(suite::kFloorDiv, {{"D", d}});
     compare({"floordiv " + d, text, {400}, {13}}, ir::dtypes::int32);
   }
-  const std::string loop = R"(out = DEFINE_GLOBAL:int32* {0}
-n = DEFINE_VAR {"n", 0, 1000}
-i = RANGE(10) {0, GLOBAL}
-j = RANGE(n) {1, REDUCE}
-hit = (j % 3 == 0) != (i % 2 == 0)
-SINK(END(STORE(INDEX:int32*(out, i), REDUCE:int32(CAST:int32(hit), j) {ADD}), i))
-)";
+  const std::string loop = suite::kVariableLoop;
   for (int64_t n : {0, 1, 17, 1000}) compare({"variable loop", loop, {40}, {n}}, ir::dtypes::int32);
 }
 
