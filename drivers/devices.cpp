@@ -4,7 +4,9 @@
 #include <functional>
 
 #include "codegen/compiler.h"
+#include "drivers/amd/kfd_device.h"
 #include "drivers/cpu/cpu_device.h"
+#include "emu/amd/kfd_model.h"
 
 namespace ugpu::drivers {
 namespace {
@@ -12,10 +14,26 @@ struct Driver {
   DeviceEntry entry;
   std::function<std::unique_ptr<hcq::Device>()> open;
 };
-// Devices join this table as their drivers land (emu:amd, amd:kfd, nv ...).
+std::unique_ptr<hcq::Device> open_amd_kfd() {
+  amd::KfdOptions o;
+  return amd::open_kfd(std::shared_ptr<hcq::Os>(&hcq::posix_os(), [](hcq::Os*) {}), o);
+}
+// The emulated card lives in its own VirtualOs, which the device keeps.
+std::unique_ptr<hcq::Device> open_emu_amd() {
+  auto os = std::make_shared<emu::VirtualOs>();
+  emu::amd::install_kfd_gpu(*os);
+  amd::KfdOptions o;
+  o.name = "emu:amd", o.kind = "emulated gpu";
+  return amd::open_kfd(os, o);
+}
+// Devices join this table as their drivers land (nv, amd:pci ...).
 const std::vector<Driver>& drivers() {
   static const std::vector<Driver> d = {
       {{"cpu", "the host CPU: x86 kernels from LLVM, spread over worker threads"}, [] { return std::make_unique<cpu::CpuDevice>(); }},
+      {{"emu:amd", "an emulated Radeon RX 7900 XTX class GPU (gfx1100) behind an emulated amdkfd: the AMD driver end to end, no GPU needed"},
+       open_emu_amd},
+      {{"amd:kfd", "an AMD GPU through the amdgpu kernel driver (/dev/kfd): PM4 compute and SDMA copy queues, no ROCm", true}, open_amd_kfd},
+      {{"amd", "the first AMD GPU: amd:kfd (the only AMD path built so far)", true}, open_amd_kfd},
   };
   return d;
 }
@@ -37,7 +55,8 @@ std::unique_ptr<hcq::Device> open_device(const std::string& name) {
 
 DefaultDevice default_device() {
   if (const char* e = std::getenv("UGPU_DEVICE"); e && *e) return {e, "chosen by UGPU_DEVICE"};
-  return {"cpu", "no GPU driver is built yet (emu:amd comes with the AMD issues), so the CPU runs it"};
+  if (hcq::posix_os().exists("/dev/kfd")) return {"amd:kfd", "an AMD GPU was found (/dev/kfd)"};
+  return {"emu:amd", "no GPU was found (no /dev/kfd), so the emulated AMD GPU runs it"};
 }
 
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name) {

@@ -13,6 +13,7 @@ namespace ugpu::drivers {
 struct DeviceEntry {
   std::string name;         // what --device takes
   std::string description;  // one line for `ugpu devices`
+  bool hardware = false;    // needs a real GPU (tests/silicon); false: runs on any machine
 };
 std::vector<DeviceEntry> known_devices();
 

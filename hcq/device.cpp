@@ -35,6 +35,16 @@ Device::Device(std::string name) : name_(std::move(name)), pool_(SignalPool::cre
 
 Device::~Device() { close_memory(); }
 
+void Device::use_signal_memory(std::function<Buffer(size_t)> page) {
+  pool_ = SignalPool::create([page = std::move(page)] {
+    Buffer b = page(4096);
+    return std::pair<void*, std::shared_ptr<void>>(b.host, b.owner);
+  });
+  timeline_ = pool_->make(0);
+  shadow_ = pool_->make(0);
+  timeline_cur_ = timeline_.get();
+}
+
 uint64_t Device::next_timeline() {
   check_usable();
   if (next_ >= rollover_at_) {

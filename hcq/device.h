@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,12 +40,19 @@ struct Buffer {
 };
 
 // A loaded kernel. Argument layout: `buffers` addresses, then `vars` values, one 64-bit slot each
-// (8-byte aligned). Programs are held by shared_ptr: a queue that runs one keeps it alive.
+// (8-byte aligned), unless the program gives its own (`arg_layout`: where each argument goes in
+// `kernarg_bytes` of argument memory, 4 or 8 bytes, as the GPU ABI lays them out). Programs are held
+// by shared_ptr: a queue that runs one keeps it alive.
 class Program : public std::enable_shared_from_this<Program> {
  public:
   virtual ~Program() = default;
   std::string name;
   int buffers = 0, vars = 0;
+  struct ArgSlot {
+    uint32_t offset, bytes;
+  };
+  std::vector<ArgSlot> arg_layout;
+  uint32_t kernarg_bytes = 0;
 };
 
 struct MemoryStats {
@@ -154,6 +162,9 @@ class Device {
   // what is still running (resets its queues).
   void fail(const std::string& why);
   virtual void on_fail() {}
+  // Signals live in memory from `page(4096)` (memory the device can write) instead of host memory.
+  // A driver calls it in its constructor, before handing out any signal.
+  void use_signal_memory(std::function<Buffer(size_t)> page);
   size_t staging_size_ = 2 << 20;
   int staging_count_ = 4;
 

@@ -13,6 +13,12 @@ void HWQueue::put64(Val v) {
   cmds_.push_back(static_cast<uint32_t>(v.constant >> 32));
 }
 
+void HWQueue::put32_of(Val v, unsigned shift) {
+  if (bound_) throw Error("a bound queue cannot record more commands");
+  if (v.var >= 0) patches_.push_back({nullptr, cmds_.size(), v, 0, false, 1, static_cast<uint8_t>(shift)});
+  cmds_.push_back(static_cast<uint32_t>(v.constant >> shift));
+}
+
 HWQueue::~HWQueue() {
   for (const Kernargs& k : kernargs_) dev_.release_kernargs(k, last_submit_);
   if (!last_submit_) return;
@@ -52,10 +58,15 @@ HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) {
                 " variables; " + std::to_string(args.size()) + " arguments given");
   std::shared_ptr<const Program> keep = p.weak_from_this().lock();
   if (!keep) throw Error("kernel " + p.name + ": a queue runs only programs held by a shared_ptr (as Device::load returns them)");
-  Kernargs& k = kernargs_.emplace_back(dev_.alloc_kernargs(args.size() * 8));
+  const bool packed = !p.arg_layout.empty();
+  Kernargs& k = kernargs_.emplace_back(dev_.alloc_kernargs(packed ? p.kernarg_bytes : args.size() * 8));
+  auto* bytes = reinterpret_cast<uint8_t*>(k.host);
+  if (packed) std::memset(bytes, 0, p.kernarg_bytes);
   for (size_t i = 0; i < args.size(); ++i) {
-    k.host[i] = args[i].constant;
-    if (args[i].var >= 0) patches_.push_back({reinterpret_cast<uint32_t*>(&k.host[i]), 0, args[i], 0, false});
+    Program::ArgSlot slot = packed ? p.arg_layout[i] : Program::ArgSlot{static_cast<uint32_t>(8 * i), 8};
+    std::memcpy(bytes + slot.offset, &args[i].constant, slot.bytes);
+    if (args[i].var >= 0)
+      patches_.push_back({reinterpret_cast<uint32_t*>(bytes + slot.offset), 0, args[i], 0, false, static_cast<uint8_t>(slot.bytes / 4), 0});
   }
   if (programs_.empty() || programs_.back() != keep) programs_.push_back(std::move(keep));
   timed(p.name, false, [&] { emit_exec(p, k); });
@@ -87,8 +98,8 @@ void HWQueue::submit(std::span<const uint64_t> vars) {
     if (!waited && last_submit_) dev_.wait_consumed(last_submit_);
     waited = true;
     uint32_t* where = p.mem ? p.mem : (bound_ ? bound_ : cmds_.data()) + p.at;
-    where[0] = static_cast<uint32_t>(v);
-    where[1] = static_cast<uint32_t>(v >> 32);
+    where[0] = static_cast<uint32_t>(v >> p.shift);
+    if (p.dwords == 2) where[1] = static_cast<uint32_t>(v >> 32);
     p.last = v, p.written = true;
     ++patch_writes_;
   }

@@ -76,6 +76,9 @@ class HWQueue {
 
   void put32(uint32_t v) { cmds_.push_back(v); }
   void put64(Val v);  // two dwords, low first; a variable becomes a patch slot
+  // One dword: bits [shift, shift + 32) of the value (a variable becomes a one-dword patch slot).
+  void put32_of(Val v, unsigned shift = 0);
+  size_t recorded() const { return cmds_.size(); }  // dwords recorded so far
   uint32_t* bound_ = nullptr;
 
  private:
@@ -88,6 +91,7 @@ class HWQueue {
     Val value;
     uint64_t last;
     bool written;
+    uint8_t dwords = 2, shift = 0;  // one dword holds bits [shift, shift + 32) of the value
   };
   Device& dev_;
   std::vector<uint32_t> cmds_;

@@ -1,5 +1,7 @@
 #include "hcq/signal.h"
 
+#include <new>
+
 namespace ugpu::hcq {
 
 Signal::~Signal() {
@@ -12,8 +14,17 @@ SignalRef SignalPool::make(uint64_t initial) {
     std::lock_guard lock(mu_);
     if (free_.empty()) {
       constexpr size_t kPerPage = 4096 / sizeof(SignalSlot);
-      pages_.push_back(std::make_unique<SignalSlot[]>(kPerPage));
-      for (size_t i = kPerPage; i-- > 0;) free_.push_back(&pages_.back()[i]);
+      SignalSlot* slots;
+      if (page_) {
+        auto [mem, owner] = page_();
+        slots = new (mem) SignalSlot[kPerPage];  // the slots' atomics start their lifetime in device memory
+        pages_.push_back(std::move(owner));
+      } else {
+        auto host = std::shared_ptr<SignalSlot[]>(new SignalSlot[kPerPage]);
+        slots = host.get();
+        pages_.push_back(std::move(host));
+      }
+      for (size_t i = kPerPage; i-- > 0;) free_.push_back(&slots[i]);
     }
     s = free_.back();
     free_.pop_back();

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,16 +50,20 @@ using SignalRef = std::shared_ptr<Signal>;
 // Slots carved from 4 KiB pages; a freed slot is reused. The pages live as long as any signal.
 class SignalPool : public std::enable_shared_from_this<SignalPool> {
  public:
-  static std::shared_ptr<SignalPool> create() { return std::shared_ptr<SignalPool>(new SignalPool()); }
+  // page(): a 4096-byte, 16-byte aligned block the device can write, kept alive by the returned owner;
+  // by default host memory.
+  using PageSource = std::function<std::pair<void*, std::shared_ptr<void>>()>;
+  static std::shared_ptr<SignalPool> create(PageSource page = {}) { return std::shared_ptr<SignalPool>(new SignalPool(std::move(page))); }
   SignalRef make(uint64_t initial = 0);
   size_t free_slots() const;
 
  private:
   friend class Signal;
-  SignalPool() = default;
+  explicit SignalPool(PageSource page) : page_(std::move(page)) {}
   void release(SignalSlot* s);
+  PageSource page_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<SignalSlot[]>> pages_;
+  std::vector<std::shared_ptr<void>> pages_;
   std::vector<SignalSlot*> free_;
 };
 

@@ -261,9 +261,29 @@ int VirtualOs::ioctl(int fd, unsigned long request, void* arg) {
 
 void* VirtualOs::mmap(void* addr, size_t len, int prot, int flags, int fd, uint64_t offset) {
   std::string what = "mmap of " + std::to_string(len) + " bytes at offset " + std::to_string(offset) + " of ";
-  if (!len || (flags & MAP_FIXED) || offset % kPage) throw_os_error(EINVAL, what + (fd < 0 ? "anonymous memory" : fd_path(fd)));
+  if (!len || ((flags & MAP_FIXED) && (flags & MAP_ANONYMOUS)) || offset % kPage)
+    throw_os_error(EINVAL, what + (fd < 0 ? "anonymous memory" : fd_path(fd)));
   void* p = nullptr;
   Map m{len, false, nullptr};
+  if (!(flags & MAP_ANONYMOUS)) {
+    auto f = file(fd, "mmap");
+    if (flags & MAP_FIXED) {
+      // Only over a range this VirtualOs mapped (the caller's reservation): anything else would
+      // clobber memory of the process that the seam knows nothing about.
+      std::lock_guard lock(mu_);
+      auto it = maps_.upper_bound(reinterpret_cast<uintptr_t>(addr));
+      if (it == maps_.begin() || reinterpret_cast<uintptr_t>(addr) + len > std::prev(it)->first + std::prev(it)->second.len)
+        throw_os_error(EINVAL, what + f->path, "VirtualOs allows MAP_FIXED only inside a range it mapped (reserve it first)");
+    }
+    if (f->dev && (p = f->dev->map_pages(addr, offset, len, prot, flags))) {
+      m.anonymous = true;
+      m.keep = f->dev;
+      std::lock_guard lock(mu_);
+      maps_[reinterpret_cast<uintptr_t>(p)] = std::move(m);
+      return p;
+    }
+    if (flags & MAP_FIXED) throw_os_error(EINVAL, what + f->path, "this file cannot be mapped at a fixed address");
+  }
   if (flags & MAP_ANONYMOUS) {
     if (flags & MAP_HUGETLB) throw_os_error(ENOMEM, what + "anonymous memory", "VirtualOs has no hugepages");
     p = ::mmap(addr, len, prot, (flags & (MAP_SHARED | MAP_PRIVATE)) | MAP_ANONYMOUS, -1, 0);

@@ -6,7 +6,8 @@
 // (relative targets from the link's directory, ".." after the link as the kernel does), reads of
 // write-only fds are EBADF, mmap beyond a file is EINVAL, and errors are hcq::OsError with the same
 // messages PosixOs gives. Limits: no working directory (relative paths start at /), no permissions
-// beyond set_errno_on_open, no MAP_FIXED or partial munmap, and no hugepages (MAP_HUGETLB fails with
+// beyond set_errno_on_open, MAP_FIXED only for device files that map pages and only inside a mapping
+// this VirtualOs made (a reservation), no partial munmap, and no hugepages (MAP_HUGETLB fails with
 // ENOMEM, so callers take their small-page path). Anonymous mmaps are real memory. Thread-safe;
 // VirtualFile calls run without the lock held, so a handler may call back into the VirtualOs.
 #pragma once
@@ -29,6 +30,10 @@ class VirtualFile {
   virtual int ioctl(unsigned long /*request*/, void* /*arg*/) { return -ENOTTY; }
   // Memory for mmap(len) at offset, valid while this file lives; nullptr refuses with ENODEV.
   virtual void* mmap(uint64_t /*offset*/, size_t /*len*/, int /*prot*/) { return nullptr; }
+  // A fresh mapping of the file's pages (a memfd behind a GPU buffer): at `addr` exactly when flags
+  // has MAP_FIXED, else anywhere. The VirtualOs unmaps it on munmap. nullptr: not such a file (mmap()
+  // is asked instead, and MAP_FIXED is refused with EINVAL).
+  virtual void* map_pages(void* /*addr*/, uint64_t /*offset*/, size_t /*len*/, int /*prot*/, int /*flags*/) { return nullptr; }
   virtual long pread(std::span<uint8_t> /*dst*/, uint64_t /*offset*/) { return -EINVAL; }
   virtual long pwrite(std::span<const uint8_t> /*src*/, uint64_t /*offset*/) { return -EINVAL; }
 };
@@ -90,7 +95,7 @@ class VirtualOs : public hcq::Os {
   struct OpenFile;
   struct Map {
     size_t len;
-    bool anonymous;
+    bool anonymous;  // or pages a device mapped (map_pages): really unmapped on munmap
     std::shared_ptr<void> keep;  // the block or VirtualFile the memory belongs to
   };
   std::string resolve(const std::string& path, bool follow_last, int& err) const;  // lock held

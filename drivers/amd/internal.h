@@ -1,0 +1,147 @@
+// Shared by the files of the KFD driver: the device, its queues (PM4, SDMA) and programs.
+#pragma once
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codegen/code_object.h"
+#include "codegen/compiler.h"
+#include "drivers/amd/kfd_device.h"
+#include "hcq/mmio.h"
+#include "hw/amd/kfd.h"
+#include "hw/amd/packets.h"
+
+namespace ugpu::amd {
+
+class KfdDevice;
+
+// The open KFD: fds and ioctls. Shared with every allocation's deleter, so memory freed after the
+// device object is gone still goes back through the same fds.
+struct Kfd : std::enable_shared_from_this<Kfd> {
+  std::shared_ptr<hcq::Os> os;
+  hcq::Fd kfd, render;
+  uint32_t gpu_id = 0;
+  std::string name;
+  int ioctl(unsigned long req, void* arg, const char* what, const std::string& hint = {}) const;
+  struct Memory {
+    uint64_t va = 0, size = 0, handle = 0;
+    void* host = nullptr;
+  };
+  // flags: hw::amd::kfd::mem. cpu: map it for the CPU at the GPU address.
+  std::shared_ptr<Memory> alloc(uint64_t size, uint32_t flags, bool cpu);
+};
+
+// A kernel loaded into GPU memory, with the register values its dispatch needs.
+class AmdProgram : public hcq::Program {
+ public:
+  AmdProgram(KfdDevice& dev, std::shared_ptr<const codegen::CompiledKernel> k);
+  std::shared_ptr<const codegen::CompiledKernel> kernel;
+  codegen::AmdKernelInfo info;
+  hcq::Buffer code;
+  uint64_t entry = 0;                 // address of the first instruction (256-byte aligned)
+  uint32_t rsrc1 = 0, rsrc2 = 0, rsrc3 = 0;
+  uint32_t scratch_per_lane = 0;      // private segment bytes per work-item
+  bool dispatch_ptr = false;          // kernargs are followed by an HSA dispatch packet it reads
+  uint32_t user_args_bytes = 0;       // the kernel's own arguments, before that packet
+};
+
+// Ring bookkeeping for one hardware queue.
+struct Ring {
+  bool sdma = false;
+  uint32_t queue_id = 0;
+  std::shared_ptr<Kfd::Memory> ring, gart, eop, cwsr;
+  uint32_t* words = nullptr;
+  uint64_t dwords = 0;               // ring size
+  uint64_t* wptr = nullptr;          // in the gart page: what the engine reads (dwords for PM4, bytes for SDMA)
+  volatile uint64_t* rptr = nullptr; // written back by the engine
+  std::unique_ptr<hcq::Doorbell> doorbell;
+  uint64_t written = 0;              // dwords ever written
+  hcq::SignalRef retired;            // low 32 bits of the position of the last finished submission
+  std::mutex mu;
+  std::deque<std::pair<uint64_t, std::vector<std::string>>> kernels;  // in flight: position -> kernels
+  uint64_t last_at = 0, last_len = 0;  // the last submission on the ring (dwords), for last_submission()
+  uint64_t waits = 0;                // submits that waited for ring space
+  uint64_t read() const;             // dwords the engine has consumed, ever
+  uint64_t done() const;             // position of the last finished submission
+};
+
+// A queue of this driver: PM4 for the compute ring or SDMA for the copy ring (queues.cpp).
+class AmdQueue : public hcq::HWQueue {
+ public:
+  AmdQueue(hcq::Device& dev, bool sdma) : HWQueue(dev), sdma(sdma) {}
+  const bool sdma;
+  std::vector<std::string> kernels;  // names of the kernels it runs, for fault messages
+  virtual void invalidate_instruction_cache() = 0;
+  // The packet that runs `dwords` of commands at `va` (bound queues), and the one that records a
+  // finished submission (`position` low 32 bits to `address`), appended to `out`.
+  virtual void indirect(std::vector<uint32_t>& out, uint64_t va, size_t dwords) const = 0;
+  virtual void retire(std::vector<uint32_t>& out, uint64_t address, uint32_t position) const = 0;
+};
+std::unique_ptr<AmdQueue> make_pm4_queue(KfdDevice& dev);
+std::unique_ptr<AmdQueue> make_sdma_queue(KfdDevice& dev);
+void append_nop(std::vector<uint32_t>& out, bool sdma, size_t dwords);  // padding of exactly `dwords`
+
+class KfdDevice : public hcq::Device {
+ public:
+  KfdDevice(std::shared_ptr<hcq::Os> os, const KfdOptions& o);
+  ~KfdDevice() override;
+
+  std::unique_ptr<hcq::HWQueue> compute_queue() override { return make_pm4_queue(*this); }
+  std::unique_ptr<hcq::HWQueue> copy_queue() override { return make_sdma_queue(*this); }
+  bool copy_ring_separate() const override { return true; }
+  hcq::DeviceInfo info() const override { return info_; }
+  std::string target() const override { return arch_; }
+  std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;
+  uint64_t clock_hz() const override { return 100'000'000; }
+  uint64_t submit_commands(hcq::HWQueue& q) override;
+  void wait_consumed(uint64_t position) override;
+  bool consumed(uint64_t position) const override;
+  std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
+
+  // Used by queues and programs.
+  const hw::amd::IpBases& bases() const { return bases_; }
+  uint64_t mailbox() const { return mailbox_; }  // where the queue event's mailbox is
+  uint32_t event_id() const { return queue_event_; }
+  struct Scratch {
+    uint64_t base = 0;
+    uint32_t tmpring = 0;  // COMPUTE_TMPRING_SIZE
+  };
+  Scratch scratch_for(const AmdProgram& p);  // grows the scratch area when p needs more
+  void invalidate_code();                    // the instruction cache, after code was written
+  Ring& ring(bool sdma) { return sdma ? *sdma_ : *compute_; }
+  uint32_t cu_count() const { return cu_count_; }
+
+ protected:
+  hcq::Buffer alloc_memory(size_t bytes) override;
+  void sleep_for_progress(std::chrono::microseconds max) override;
+  void on_fail() override;
+
+ private:
+  std::unique_ptr<Ring> create_ring(bool sdma, size_t bytes);
+  void check_exceptions();  // turns a signalled memory / hardware exception event into fail()
+  std::string kernels_in_flight();
+
+  std::shared_ptr<Kfd> kfd_;
+  hcq::DeviceInfo info_;
+  std::string arch_;
+  hw::amd::IpBases bases_;
+  std::map<std::string, uint64_t> props_;
+  uint32_t cu_count_ = 0, scratch_slots_ = 32;
+  hw::amd::kfd::CwsrSizes cwsr_{};
+  std::shared_ptr<Kfd::Memory> event_page_;
+  uint32_t queue_event_ = 0, memory_event_ = 0, hw_event_ = 0;
+  uint64_t mailbox_ = 0;
+  hcq::Mapping doorbells_;
+  std::unique_ptr<Ring> compute_, sdma_;
+  std::mutex scratch_mu_;
+  hcq::Buffer scratch_;
+  std::vector<hcq::Buffer> old_scratch_;
+  uint32_t scratch_wave_bytes_ = 0;
+  std::atomic<bool> queues_live_{true};
+};
+
+}  // namespace ugpu::amd
