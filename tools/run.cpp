@@ -17,15 +17,15 @@ int devices_command(const std::vector<std::string>& args) {
     return 2;
   }
   drivers::DefaultDevice def = drivers::default_device();
-  std::printf("%-10s %-8s %-44s %-22s %s\n", "device", "kind", "arch", "interface", "memory");
+  std::printf("%-9s %-13s %-38s %-30s %s\n", "device", "kind", "arch", "interface", "memory");
   for (const drivers::DeviceEntry& e : drivers::known_devices()) {
     try {
       auto dev = drivers::open_device(e.name);
       hcq::DeviceInfo i = dev->info();
-      std::printf("%-10s %-8s %-44s %-22s %.1f GiB%s\n", e.name.c_str(), i.kind.c_str(), i.arch.c_str(), i.interface.c_str(),
+      std::printf("%-9s %-13s %-38s %-30s %.1f GiB%s\n", e.name.c_str(), i.kind.c_str(), i.arch.c_str(), i.interface.c_str(),
                   static_cast<double>(i.memory) / (1u << 30), e.name == def.name ? "   (default)" : "");
     } catch (const Error& err) {
-      std::printf("%-10s unavailable: %s\n", e.name.c_str(), err.what());
+      std::printf("%-9s unavailable: %s\n", e.name.c_str(), err.what());
     }
   }
   std::printf("\ndefault: %s (%s); choose another with --device or UGPU_DEVICE\n", def.name.c_str(), def.why.c_str());

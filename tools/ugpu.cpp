@@ -12,6 +12,7 @@
 #include "ir/text.h"
 #include "ir/verify.h"
 #include "tools/compile.h"
+#include "tools/decode.h"
 #include "tools/demo.h"
 
 namespace {
@@ -31,6 +32,9 @@ constexpr const char* kUsage =
     "  compile FILE|--kernel NAME [--target T] [--emit uops|llvm|asm|obj|info] [-o FILE]\n"
     "                         compile a kernel for x86, AMDGPU (gfx1100 ...) or NVIDIA (sm_90 ...);\n"
     "                         `ugpu compile --help` for the options\n"
+    "  decode [--sdma] FILE|- | --kernel NAME [--device D]\n"
+    "                         print PM4/SDMA command packets readably: a hex dump, or what the AMD\n"
+    "                         driver submits for a built-in kernel (`ugpu decode --help`)\n"
     "  help                   this text\n"
     "\n"
     "The device can also be chosen with UGPU_DEVICE. The text form is described in docs/ir.md.\n";
@@ -82,6 +86,7 @@ int main(int argc, char** argv) {
       return ugpu::tools::demo(device, trace);
     }
     if (cmd == "devices") return ugpu::tools::devices_command(args);
+    if (cmd == "decode") return ugpu::tools::decode_command(args);
     if (cmd == "run") return ugpu::tools::run_command(args);
     if (cmd == "simplify" || cmd == "print") return graph_command(cmd, args);
     if (cmd == "compile") return ugpu::tools::compile_command(args);
