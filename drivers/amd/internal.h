@@ -59,7 +59,7 @@ struct Ring {
   uint64_t* wptr = nullptr;          // in the gart page: what the engine reads (dwords for PM4, bytes for SDMA)
   volatile uint64_t* rptr = nullptr; // written back by the engine
   std::unique_ptr<hcq::Doorbell> doorbell;
-  uint64_t written = 0;              // dwords ever written
+  std::atomic<uint64_t> written{0};  // dwords ever written (read without the lock by consumed())
   hcq::SignalRef retired;            // low 32 bits of the position of the last finished submission
   std::mutex mu;
   std::deque<std::pair<uint64_t, std::vector<std::string>>> kernels;  // in flight: position -> kernels

@@ -246,63 +246,67 @@ uint64_t KfdDevice::submit_commands(hcq::HWQueue& hq) {
   check_usable();
   auto& q = static_cast<AmdQueue&>(hq);
   Ring& r = ring(q.sdma);
-  thread_local std::vector<uint32_t> tail;  // what follows the commands: the retire record
-  std::lock_guard lock(r.mu);
   std::span<const uint32_t> cmds = q.commands();
-  tail.clear();
+  std::vector<uint32_t> tail;  // what follows the commands: the indirect packet of a bound queue, the retire record
   if (q.bound()) {
     q.indirect(tail, reinterpret_cast<uint64_t>(cmds.data()), cmds.size());
     cmds = {};
   }
-  size_t head = cmds.size() + tail.size();
-  q.retire(tail, 0, 0);  // sized now, written below once the position is known
-  size_t n = cmds.size() + tail.size();
+  const size_t head = tail.size();
+  q.retire(tail, 0, 0);  // sized now; written once the position is known
+  const size_t n = cmds.size() + tail.size();
   if (n > r.dwords / 2)
-    throw Error(name() + ": a queue of " + std::to_string(n) + " dwords does not fit the " + std::to_string(r.dwords) + "-dword ring; bind() it so a submit is one indirect packet");
-  uint64_t pos = r.written % r.dwords;
-  size_t pad = r.sdma && pos + n > r.dwords ? r.dwords - pos : 0;  // SDMA packets never straddle the ring's end
-  uint64_t end = r.written + pad + n;
-  if (end - r.read() > r.dwords - 1) {  // back-pressure: wait for the engine to read far enough
-    ++r.waits;
-    auto deadline = std::chrono::steady_clock::now() + default_timeout();
-    uint64_t seen = r.read();
-    while (end - r.read() > r.dwords - 1) {
-      check_exceptions();
-      check_usable();
-      if (r.read() != seen) seen = r.read(), deadline = std::chrono::steady_clock::now() + default_timeout();
-      if (std::chrono::steady_clock::now() > deadline) {
-        fail("ring full");
-        throw hcq::Timeout(name() + ": waiting for space on the " + (r.sdma ? "SDMA" : "compute") + " ring: the GPU read nothing for " +
-                           std::to_string(default_timeout().count()) + " ms; the device is marked failed");
+    throw Error(name() + ": a queue of " + std::to_string(n) + " dwords does not fit the " + std::to_string(r.dwords) +
+                "-dword ring; bind() it so a submit is one indirect packet");
+  auto deadline = std::chrono::steady_clock::now() + default_timeout();
+  uint64_t seen = r.read();
+  for (bool waited = false;; waited = true) {
+    {
+      std::lock_guard lock(r.mu);
+      uint64_t written = r.written, pos = written % r.dwords;
+      size_t pad = r.sdma && pos + n > r.dwords ? r.dwords - pos : 0;  // SDMA packets never straddle the ring's end
+      uint64_t end = written + pad + n;
+      if (end - r.read() <= r.dwords - 1) {
+        tail.resize(head);
+        q.retire(tail, r.retired->address(), static_cast<uint32_t>(end));
+        auto put = [&](std::span<const uint32_t> w) {
+          for (size_t i = 0; i < w.size();) {
+            uint64_t at = written % r.dwords, k = std::min<uint64_t>(w.size() - i, r.dwords - at);
+            std::memcpy(r.words + at, w.data() + i, k * 4);
+            written += k, i += k;
+          }
+        };
+        if (pad) {
+          std::vector<uint32_t> nop;
+          append_nop(nop, true, pad);
+          put(nop);
+        }
+        r.last_at = written, r.last_len = n;
+        put(cmds);
+        put(tail);
+        r.written = written;
+        if (!q.kernels.empty()) {
+          while (!r.kernels.empty() && r.kernels.front().first <= r.done()) r.kernels.pop_front();
+          r.kernels.emplace_back(end, q.kernels);
+        }
+        uint64_t wptr = r.sdma ? written * 4 : written;
+        __atomic_store_n(r.wptr, wptr, __ATOMIC_RELEASE);
+        r.doorbell->ring(wptr);
+        return (r.sdma ? uint64_t{1} << 56 : 0) | end;
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      if (!waited) ++r.waits;
     }
-  }
-  tail.resize(head - cmds.size());
-  q.retire(tail, r.retired->address(), static_cast<uint32_t>(end));
-  auto put = [&](std::span<const uint32_t> w) {
-    for (size_t i = 0; i < w.size();) {
-      uint64_t at = r.written % r.dwords, k = std::min<uint64_t>(w.size() - i, r.dwords - at);
-      std::memcpy(r.words + at, w.data() + i, k * 4);
-      r.written += k, i += k;
+    // Back-pressure: the ring is full; wait (without the lock) for the engine to read further.
+    check_exceptions();
+    check_usable();
+    if (r.read() != seen) seen = r.read(), deadline = std::chrono::steady_clock::now() + default_timeout();
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail("ring full");
+      throw hcq::Timeout(name() + ": waiting for space on the " + (r.sdma ? "SDMA" : "compute") + " ring: the GPU read nothing for " +
+                         std::to_string(default_timeout().count()) + " ms; the device is marked failed");
     }
-  };
-  if (pad) {
-    std::vector<uint32_t> nop;
-    append_nop(nop, true, pad);
-    put(nop);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  r.last_at = r.written, r.last_len = n;
-  put(cmds);
-  put(tail);
-  if (!q.kernels.empty()) {
-    while (!r.kernels.empty() && r.kernels.front().first <= r.done()) r.kernels.pop_front();
-    r.kernels.emplace_back(end, q.kernels);
-  }
-  uint64_t wptr = r.sdma ? r.written * 4 : r.written;
-  __atomic_store_n(r.wptr, wptr, __ATOMIC_RELEASE);
-  r.doorbell->ring(wptr);
-  return (r.sdma ? uint64_t{1} << 56 : 0) | end;
 }
 
 bool KfdDevice::consumed(uint64_t position) const {

@@ -286,12 +286,25 @@ TEST_CASE("amd emu: malformed packets, overruns and straddling SDMA packets are 
     RawQueue q(k, true);
     REQUIRE(q.create() == 0);
     q.map_doorbell();
-    std::vector<uint32_t> pad(1020, 0);  // NOPs up to 4 dwords before the end of the ring
+    std::vector<uint32_t> pad(1016, 0);  // NOPs up to 8 dwords before the end of the ring
     hw::amd::Packet<sdma::Fence> fence;
     fence.set(sdma::Fence::addr, q.gart.va + 256).set(sdma::Fence::data, 7);
     q.push(pad);
     q.push(fence.dw);  // 4 dwords fit exactly: fine
     CHECK(wait_for([&] { return *reinterpret_cast<uint32_t*>(q.gart.host + 256) == 7; }));
+    // Userptr: the caller's own pages, mapped for the GPU at their address.
+    auto* user = static_cast<uint8_t*>(sys.os->mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    uint64_t ua = reinterpret_cast<uint64_t>(user);
+    kfd::AllocMemoryOfGpu up{ua, 4096, 0, ua + 4096, k.gpu_id, kfd::mem::kUserptr | kfd::mem::kWritable};
+    CHECK(k.io(kfd::kAllocMemoryOfGpu, &up) == -EINVAL);  // the user address must be the GPU address
+    up.mmap_offset = ua;
+    REQUIRE(k.io(kfd::kAllocMemoryOfGpu, &up) == 0);
+    kfd::MapMemoryToGpu um{up.handle, reinterpret_cast<uint64_t>(&k.gpu_id), 1, 0};
+    REQUIRE(k.io(kfd::kMapMemoryToGpu, &um) == 0);
+    hw::amd::Packet<sdma::Fence> uf;
+    uf.set(sdma::Fence::addr, ua + 8).set(sdma::Fence::data, 0xabcd);
+    q.push(uf.dw);
+    CHECK(wait_for([&] { return __atomic_load_n(reinterpret_cast<uint32_t*>(user + 8), __ATOMIC_ACQUIRE) == 0xabcd; }));
     std::vector<uint32_t> pad2(1022, 0);
     q.push(pad2);
     uint64_t* rptr = reinterpret_cast<uint64_t*>(q.gart.host + 64);
