@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ class AmdProgram : public hcq::Program {
   uint32_t scratch_per_lane = 0;      // private segment bytes per work-item
   bool dispatch_ptr = false;          // kernargs are followed by an HSA dispatch packet it reads
   uint32_t user_args_bytes = 0;       // the kernel's own arguments, before that packet
+  std::optional<codegen::LaunchDims> fixed_dims;  // when the launch geometry depends on no variable
 };
 
 // Ring bookkeeping for one hardware queue.
@@ -62,7 +64,7 @@ struct Ring {
   std::atomic<uint64_t> written{0};  // dwords ever written (read without the lock by consumed())
   hcq::SignalRef retired;            // low 32 bits of the position of the last finished submission
   std::mutex mu;
-  std::deque<std::pair<uint64_t, std::vector<std::string>>> kernels;  // in flight: position -> kernels
+  std::deque<std::pair<uint64_t, std::shared_ptr<std::vector<std::string>>>> kernels;  // in flight: position -> kernels
   uint64_t last_at = 0, last_len = 0;  // the last submission on the ring (dwords), for last_submission()
   uint64_t waits = 0;                // submits that waited for ring space
   uint64_t read() const;             // dwords the engine has consumed, ever
@@ -74,7 +76,7 @@ class AmdQueue : public hcq::HWQueue {
  public:
   AmdQueue(hcq::Device& dev, bool sdma) : HWQueue(dev), sdma(sdma) {}
   const bool sdma;
-  std::vector<std::string> kernels;  // names of the kernels it runs, for fault messages
+  std::shared_ptr<std::vector<std::string>> kernels;  // names of the kernels it runs, for fault messages
   virtual void invalidate_instruction_cache() = 0;
   // The packet that runs `dwords` of commands at `va` (bound queues), and the one that records a
   // finished submission (`position` low 32 bits to `address`), appended to `out`.

@@ -285,7 +285,7 @@ uint64_t KfdDevice::submit_commands(hcq::HWQueue& hq) {
         put(cmds);
         put(tail);
         r.written = written;
-        if (!q.kernels.empty()) {
+        if (q.kernels) {
           while (!r.kernels.empty() && r.kernels.front().first <= r.done()) r.kernels.pop_front();
           r.kernels.emplace_back(end, q.kernels);
         }
@@ -353,7 +353,7 @@ std::string KfdDevice::kernels_in_flight() {
     std::lock_guard lock(compute_->mu);
     for (const auto& [pos, k] : compute_->kernels)
       if (pos > compute_->done())
-        for (const std::string& n : k)
+        for (const std::string& n : *k)
           if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   }
   if (names.empty()) return "no kernel (a copy, wait or signal)";

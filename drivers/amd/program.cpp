@@ -46,6 +46,7 @@ AmdProgram::AmdProgram(KfdDevice& dev, std::shared_ptr<const codegen::CompiledKe
   user_args_bytes = std::max(at, kd.kernarg_size);
   user_args_bytes = (user_args_bytes + 15) / 16 * 16;
   kernarg_bytes = user_args_bytes + (dispatch_ptr ? 64 : 0);
+  if (vars == 0) fixed_dims = codegen::launch_dims(kernel->kernel, {});
 }
 
 }  // namespace ugpu::amd

@@ -124,10 +124,11 @@ class Pm4Queue final : public AmdQueueBase {
   }
   void emit_exec(const hcq::Program& prog, const hcq::Kernargs& k) override {
     const auto& p = static_cast<const AmdProgram&>(prog);
-    kernels.push_back(p.name);
+    if (!kernels) kernels = std::make_shared<std::vector<std::string>>();
+    kernels->push_back(p.name);
     // Launch dims, from the variable values as recorded.
     std::vector<int64_t> vars;
-    for (size_t i = static_cast<size_t>(p.buffers); i < p.arg_layout.size(); ++i) {
+    for (size_t i = static_cast<size_t>(p.buffers); i < p.arg_layout.size() && !p.fixed_dims; ++i) {
       const auto& s = p.arg_layout[i];
       const auto* b = reinterpret_cast<const uint8_t*>(k.host) + s.offset;
       int64_t v = 0;
@@ -139,7 +140,7 @@ class Pm4Queue final : public AmdQueueBase {
       }
       vars.push_back(v);
     }
-    codegen::LaunchDims dims = codegen::launch_dims(p.kernel->kernel, vars);
+    codegen::LaunchDims dims = p.fixed_dims ? *p.fixed_dims : codegen::launch_dims(p.kernel->kernel, vars);
     if (p.dispatch_ptr) {  // the HSA dispatch packet the kernel reads its sizes from
       uint8_t* d = reinterpret_cast<uint8_t*>(k.host) + p.user_args_bytes;
       std::memset(d, 0, 64);
