@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "../codegen/suite.h"
+#include "../hcq/kernels.h"
 #include "codegen/compiler.h"
 #include "codegen/examples.h"
 #include "drivers/amd/kfd_device.h"
@@ -25,6 +26,8 @@
 #include <cmath>
 
 using namespace ugpu;
+using ugpu::test::kAddOne;
+using ugpu::test::kSpin;
 namespace pm4 = hw::amd::pm4;
 namespace sdma = hw::amd::sdma6;
 namespace kfd = hw::amd::kfd;
@@ -43,16 +46,6 @@ struct EmuSystem {
   }
 };
 
-const char* kAddOne = R"(out = DEFINE_GLOBAL:int32* {0}
-in = DEFINE_GLOBAL:int32* {1}
-i = RANGE(1000) {0, GLOBAL}
-SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) + 1), i))
-)";
-const char* kSpin = R"(out = DEFINE_GLOBAL:uint32* {0}
-n = DEFINE_VAR:index {"n", 1, 4611686018427387904}
-i = RANGE(n) {0, LOOP}
-SINK(END(STORE(INDEX:uint32*(out, i % 2), LOAD:uint32(INDEX:uint32*(out, (i + 1) % 2)) * 3 + 1), i))
-)";
 
 // A minimal KFD client of its own, to hand the emulated kernel driver exactly the arguments a test
 // wants (the driver under test would never send these).

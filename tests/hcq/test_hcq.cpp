@@ -14,8 +14,11 @@
 #include "hcq/profiler.h"
 #include "ir/text.h"
 #include "llvm/Support/JSON.h"
+#include "kernels.h"
 
 using namespace ugpu;
+using ugpu::test::kAddOne;
+using ugpu::test::kSpin;
 using hcq::Val;
 
 namespace {
@@ -33,11 +36,6 @@ std::vector<TestDevice> devices() {
   return d;
 }
 
-const char* kAddOne = R"(out = DEFINE_GLOBAL:int32* {0}
-in = DEFINE_GLOBAL:int32* {1}
-i = RANGE(1000) {0, GLOBAL}
-SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) + 1), i))
-)";
 
 template <class F>
 void each_device(F f) {
@@ -196,11 +194,6 @@ i = RANGE(4096) {0, GLOBAL}
 SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) * 2 + 1), i))
 )";
 // A kernel that runs for 2^62 iterations of a recurrence LLVM cannot shorten: a hang.
-const char* kSpin = R"(out = DEFINE_GLOBAL:uint32* {0}
-n = DEFINE_VAR:index {"n", 1, 4611686018427387904}
-i = RANGE(n) {0, LOOP}
-SINK(END(STORE(INDEX:uint32*(out, i % 2), LOAD:uint32(INDEX:uint32*(out, (i + 1) % 2)) * 3 + 1), i))
-)";
 int64_t host_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
