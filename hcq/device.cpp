@@ -138,7 +138,7 @@ void check_range(const Buffer& b, size_t offset, size_t n, const char* what) {
 
 void Device::make_staging() {
   if (staging_.empty())
-    for (int i = 0; i < staging_count_; ++i) staging_.push_back({alloc(staging_size_), 0});
+    for (int i = 0; i < staging_count_; ++i) staging_.push_back({alloc_staging(staging_size_), 0});
 }
 
 void Device::copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src) {

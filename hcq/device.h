@@ -156,6 +156,9 @@ class Device {
   virtual std::shared_ptr<uint32_t[]> command_memory(size_t dwords) = 0;  // device memory for bind()
  protected:
   virtual Buffer alloc_memory(size_t bytes) = 0;  // the driver's mapping: zeroed, 4 KiB aligned at least
+  // Memory for the staging buffers of copy_in/copy_out: by default device memory from alloc(); a GPU
+  // driver gives host memory the GPU can reach (system RAM is where the copy engine reads fastest).
+  virtual Buffer alloc_staging(size_t bytes) { return alloc(bytes); }
   size_t heap_chunk_ = 64 << 20, heap_block_max_ = 4 << 20, cache_limit_ = 256 << 20;
   virtual void sleep_for_progress(std::chrono::microseconds max);  // default: a short sleep
   // Marks the device failed (the first reason sticks) and calls on_fail(), where a driver stops

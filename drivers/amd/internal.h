@@ -119,6 +119,7 @@ class KfdDevice : public hcq::Device {
 
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override;
+  hcq::Buffer alloc_staging(size_t bytes) override;  // userptr: the process's own pages, mapped for the GPU
   void sleep_for_progress(std::chrono::microseconds max) override;
   void on_fail() override;
 

@@ -236,6 +236,13 @@ hcq::Buffer KfdDevice::alloc_memory(size_t bytes) {
   return b;
 }
 
+hcq::Buffer KfdDevice::alloc_staging(size_t bytes) {
+  auto m = kfd_->alloc(bytes, mem::kUserptr | mem::kWritable | mem::kExecutable | mem::kNoSubstitute, true);
+  hcq::Buffer b;
+  b.va = m->va, b.size = bytes, b.host = m->host, b.owner = m;
+  return b;
+}
+
 std::shared_ptr<uint32_t[]> KfdDevice::command_memory(size_t dwords) {
   hcq::Buffer b = alloc(std::max<size_t>(dwords, 1) * 4);
   return std::shared_ptr<uint32_t[]>(b.owner, static_cast<uint32_t*>(b.host));

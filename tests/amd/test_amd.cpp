@@ -12,7 +12,9 @@
 #include <thread>
 
 #include "../codegen/suite.h"
+#include "../emu/harness.h"
 #include "../hcq/kernels.h"
+#include "codegen/llvm.h"
 #include "codegen/compiler.h"
 #include "codegen/examples.h"
 #include "drivers/amd/kfd_device.h"
@@ -523,4 +525,50 @@ TEST_CASE("amd kfd: the codegen kernel suite through the driver matches the CPU 
     }
     CHECK(bad == 0);
   }
+}
+
+TEST_CASE("amd kfd: a kernel with private (scratch) memory gets the scratch area and its registers") {
+  auto dev = drivers::open_device("emu:amd");
+  // A codegen kernel gives the launch geometry and argument list; its code is replaced by assembly
+  // that keeps each lane's value in scratch on the way to the output.
+  const char* text = R"(out = DEFINE_GLOBAL:int32* {0}
+i = RANGE(64) {0, GLOBAL}
+SINK(END(STORE(INDEX:int32*(out, i), CAST:int32(i)), i))
+)";
+  codegen::CompileOptions o;
+  o.name = "scratchy";
+  auto ck = codegen::compile(ir::parse(text), codegen::find_target("gfx1100"), o);
+  codegen::LaunchDims dims = codegen::launch_dims(ck->kernel, {});
+  REQUIRE(dims.global[0] * dims.local[0] == 64);
+  std::string body = R"(
+  s_load_b64 s[4:5], s[0:1], 0x0
+  s_mul_i32 s3, s2, )" + std::to_string(dims.local[0]) + R"(
+  v_add_nc_u32 v1, s3, v0
+  v_mul_lo_u32 v2, v1, 3
+  v_add_nc_u32 v2, 7, v2
+  v_lshlrev_b32 v11, 2, v0
+  scratch_store_b32 v11, v2, off offset:16
+  scratch_load_b32 v3, v11, off offset:16
+  v_lshlrev_b32 v12, 2, v1
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  global_store_b32 v12, v3, s[4:5]
+)";
+  auto asm_ck = std::make_shared<codegen::CompiledKernel>(*ck);
+  asm_ck->binary = codegen::assemble(codegen::find_target("gfx1100"), test::asm_kernel(body, 0, 256, ck->kernel.name));
+  auto prog = dev->load(asm_ck);
+  hcq::Buffer out = dev->alloc(64 * 4);
+  uint64_t v = dev->next_timeline();
+  auto q = dev->compute_queue();
+  Val args[] = {out.va};
+  q->wait(dev->timeline(), v - 1).exec(*prog, args).signal(dev->timeline(), v);
+  q->submit();
+  dev->synchronize();
+  int bad = 0;
+  for (int i = 0; i < 64; ++i) bad += static_cast<int32_t*>(out.host)[i] != 3 * i + 7;
+  CHECK(bad == 0);
+  std::string pm4 = hw::amd::describe_stream(hw::amd::Engine::Pm4, amd::last_submission(*dev, false).words);
+  CAPTURE(pm4);
+  CHECK(pm4.find("COMPUTE_TMPRING_SIZE=0x") != std::string::npos);
+  CHECK(pm4.find("COMPUTE_TMPRING_SIZE=0x0\n") == std::string::npos);  // WAVES and WAVESIZE set
+  CHECK(pm4.find("COMPUTE_DISPATCH_SCRATCH_BASE_LO=") != std::string::npos);
 }
