@@ -340,7 +340,9 @@ void KfdDevice::sleep_for_progress(std::chrono::microseconds max) {
   if (!queues_live_) return Device::sleep_for_progress(max);
   kfd::EventData ev[3]{};
   ev[0].event_id = queue_event_, ev[1].event_id = memory_event_, ev[2].event_id = hw_event_;
-  kfd::WaitEvents w{reinterpret_cast<uint64_t>(ev), 3, 0, static_cast<uint32_t>(std::clamp<int64_t>(max.count() / 1000, 1, 10)), 0};
+  // Sleep up to `max` (at most 10 ms at a time, so a caller's deadline is checked); 0 only looks.
+  uint32_t ms = max.count() <= 0 ? 0 : static_cast<uint32_t>(std::clamp<int64_t>(max.count() / 1000, 1, 10));
+  kfd::WaitEvents w{reinterpret_cast<uint64_t>(ev), 3, 0, ms, 0};
   kfd_->ioctl(kfd::kWaitEvents, &w, "AMDKFD_IOC_WAIT_EVENTS");
   if (ev[1].memory_exception.va || ev[1].memory_exception.gpu_id) {
     const auto& m = ev[1].memory_exception;

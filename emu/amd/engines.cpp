@@ -90,7 +90,13 @@ void QueueEngine::loop() {
 
 bool QueueEngine::device_fault(const std::string& what) {
   const char* q = s_.kind == QueueKind::Compute ? "compute" : "SDMA";
-  gpu_.on_device_fault(std::string(q) + " queue " + std::to_string(s_.id) + (where_.empty() ? "" : " at " + where_) + ": " + what);
+  std::string at;
+  if (where_.known) {
+    at = " at ring dword " + hex(where_.ring_dword);
+    if (where_.packet) at += " (" + std::string(where_.packet->name) + ")";
+    if (where_.ib) at += ", IB " + hex(where_.ib) + " dword " + hex(where_.ib_dword) + (where_.ib_packet ? " (" + std::string(where_.ib_packet->name) + ")" : "");
+  }
+  gpu_.on_device_fault(std::string(q) + " queue " + std::to_string(s_.id) + at + ": " + what);
   return false;
 }
 
@@ -110,7 +116,7 @@ bool QueueEngine::step(uint64_t w) {
   const bool compute = s_.kind == QueueKind::Compute;
   const uint64_t unit = compute ? 1 : 4;  // the pointers count dwords (PM4) or bytes (SDMA)
   const uint64_t ring_dw = s_.ring_bytes / 4;
-  where_.clear();
+  where_ = {};
   if (w < rptr_ || (w - rptr_) / unit > ring_dw)
     return device_fault("the write pointer " + std::to_string(w) + " is " + (w < rptr_ ? "behind" : "more than a ring ahead of") +
                         " the read pointer " + std::to_string(rptr_) + ": the ring was overrun or corrupted");
@@ -118,7 +124,7 @@ bool QueueEngine::step(uint64_t w) {
   auto* ring = reinterpret_cast<uint32_t*>(at(s_.ring_va, s_.ring_bytes, Access::Read, "ring"));
   if (!ring) return false;
   uint64_t pos = (rptr_ / unit) % ring_dw, avail = (w - rptr_) / unit;
-  where_ = "ring dword " + hex(pos);
+  where_.known = true, where_.ring_dword = pos;
   Engine e = compute ? Engine::Pm4 : Engine::Sdma;
   std::span<const uint32_t> stream(ring + pos, std::min(avail, ring_dw - pos));
   DecodedPacket p = hw::amd::decode_packet(e, stream);
@@ -130,8 +136,8 @@ bool QueueEngine::step(uint64_t w) {
     p = hw::amd::decode_packet(e, wrapped);
   }
   if (!p.ok()) return device_fault(p.error + (p.truncated ? " (the write pointer ends the submission there)" : ""));
-  where_ += " (" + std::string(p.format->name) + ")";
-  bool ok = compute ? pm4(p.words, 0) : sdma(p.words, 0);
+  where_.packet = p.format;
+  bool ok = compute ? pm4(p, 0) : sdma(p, 0);
   if (!ok) return false;
   rptr_ += p.words.size() * unit;
   if (uint8_t* r = at(s_.rptr_va, 8, Access::Write, "read-pointer write-back")) store<uint64_t>(r, rptr_);
@@ -164,22 +170,21 @@ bool QueueEngine::run_ib(uint64_t va, uint64_t dwords, int depth) {
   auto* ib = reinterpret_cast<const uint32_t*>(at(va, dwords * 4, Access::Read, "indirect buffer"));
   if (!ib) return false;
   std::span<const uint32_t> all(ib, dwords);
-  std::string outer = where_;
+  where_.ib = va;
   Engine e = s_.kind == QueueKind::Compute ? Engine::Pm4 : Engine::Sdma;
   for (size_t i = 0; i < all.size();) {
-    where_ = outer + ", IB " + hex(va) + " dword " + hex(i);
+    where_.ib_dword = i, where_.ib_packet = nullptr;
     DecodedPacket p = hw::amd::decode_packet(e, all.subspan(i));
     if (!p.ok()) return device_fault(p.error);
-    where_ += " (" + std::string(p.format->name) + ")";
-    if (!(e == Engine::Pm4 ? pm4(p.words, depth + 1) : sdma(p.words, depth + 1))) return false;
+    where_.ib_packet = p.format;
+    if (!(e == Engine::Pm4 ? pm4(p, depth + 1) : sdma(p, depth + 1))) return false;
     i += p.words.size();
   }
-  where_ = outer;
+  where_.ib = 0;
   return true;
 }
 
-bool QueueEngine::pm4(std::span<const uint32_t> words, int depth) {
-  DecodedPacket p = hw::amd::decode_packet(Engine::Pm4, words);
+bool QueueEngine::pm4(const DecodedPacket& p, int depth) {
   const hw::amd::PacketFormat* f = p.format;
   auto mem_write = [&](uint64_t va, uint64_t v, int bytes, const char* what) {
     if (va % static_cast<uint64_t>(bytes)) return device_fault(std::string(what) + " address " + hex(va) + " is not " + std::to_string(bytes) + "-byte aligned");
@@ -252,8 +257,8 @@ bool QueueEngine::pm4(std::span<const uint32_t> words, int depth) {
     uint32_t done = gpu_.bases.nbio[gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE.segment] + gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE.offset;
     if (p.get(W::operation) == 1 && write != req) return device_fault("WAIT_REG_MEM writes register " + hex(write) + ", which the emulator does not model");
     if (poll != done) return device_fault("WAIT_REG_MEM polls register " + hex(poll) + ", which the emulator does not model");
-    if (p.get(W::operation) == 1) hdp_[0] = ref;
-    if (!compare(fn, hdp_[0] & mask, ref)) return device_fault("WAIT_REG_MEM on HDP_FLUSH_DONE would never complete (no flush was requested)");
+    if (p.get(W::operation) == 1) hdp_flush_ = ref;
+    if (!compare(fn, hdp_flush_ & mask, ref)) return device_fault("WAIT_REG_MEM on HDP_FLUSH_DONE would never complete (no flush was requested)");
     return true;
   }
   if (f == &pm4::DispatchDirect::format) return dispatch(p);
@@ -328,7 +333,8 @@ bool QueueEngine::dispatch(const DecodedPacket& p) {
   }
   uint32_t users = hw::amd::rsrc2::kUserSgprCount.get(kd.compute_pgm_rsrc2);
   if (users > 16) return device_fault("RSRC2 asks for " + std::to_string(users) + " user SGPRs; COMPUTE_USER_DATA has 16");
-  for (uint32_t i = 0; i < users; ++i) d.user_sgprs[i] = sh_[gpu_.bases.gc[0] + gfx11::COMPUTE_USER_DATA_0.offset + i - pm4::kSetShRegStart];
+  const uint32_t user_data = gpu_.bases.gc[gfx11::COMPUTE_USER_DATA_0.segment] + gfx11::COMPUTE_USER_DATA_0.offset - pm4::kSetShRegStart;
+  for (uint32_t i = 0; i < users; ++i) d.user_sgprs[i] = sh_[user_data + i];
   d.workgroups = {static_cast<uint32_t>(p.get(D::dim_x)), static_cast<uint32_t>(p.get(D::dim_y)), static_cast<uint32_t>(p.get(D::dim_z))};
   d.workgroup_size = {r(gfx11::COMPUTE_NUM_THREAD_X) & 0x3ff, r(gfx11::COMPUTE_NUM_THREAD_Y) & 0x3ff, r(gfx11::COMPUTE_NUM_THREAD_Z) & 0x3ff};
   d.memory = &gpu_.memory;
@@ -365,8 +371,7 @@ bool QueueEngine::copy(uint64_t src, uint64_t dst, uint64_t n, const char* what)
   return true;
 }
 
-bool QueueEngine::sdma(std::span<const uint32_t> words, int depth) {
-  DecodedPacket p = hw::amd::decode_packet(Engine::Sdma, words);
+bool QueueEngine::sdma(const DecodedPacket& p, int depth) {
   const hw::amd::PacketFormat* f = p.format;
   if (f == &sdma::Nop::format) return true;
   if (f == &sdma::CopyLinear::format)

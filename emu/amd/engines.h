@@ -62,8 +62,8 @@ class QueueEngine {
  private:
   void loop();
   bool step(uint64_t wptr);  // executes one packet; false when the queue halts
-  bool pm4(std::span<const uint32_t> words, int depth);
-  bool sdma(std::span<const uint32_t> words, int depth);
+  bool pm4(const hw::amd::DecodedPacket& p, int depth);
+  bool sdma(const hw::amd::DecodedPacket& p, int depth);
   bool run_ib(uint64_t va, uint64_t dwords, int depth);
   bool dispatch(const hw::amd::DecodedPacket& p);
   bool copy(uint64_t src, uint64_t dst, uint64_t bytes, const char* what);
@@ -77,8 +77,15 @@ class QueueEngine {
   QueueSetup s_;
   uint64_t rptr_ = 0;  // PM4: dwords; SDMA: bytes — consumed, ever
   std::array<uint32_t, 0x400> sh_{};  // SET_SH_REG space (0x2c00..0x3000)
-  std::array<uint32_t, 32> hdp_{};    // NBIO registers the HDP flush handshake uses
-  std::string where_;                 // the packet being executed, for messages
+  uint32_t hdp_flush_ = 0;            // the last HDP flush request (the handshake's DONE register reads it back)
+  // The packet being executed, for fault messages (text is made only when a fault happens).
+  struct Where {
+    bool known = false;
+    uint64_t ring_dword = 0;
+    const hw::amd::PacketFormat* packet = nullptr;
+    uint64_t ib = 0, ib_dword = 0;  // inside an indirect buffer at `ib` (0: in the ring)
+    const hw::amd::PacketFormat* ib_packet = nullptr;
+  } where_;
   std::atomic<bool> stop_{false}, interrupt_{false}, halted_{false};
   std::mutex mu_;
   std::condition_variable cv_;

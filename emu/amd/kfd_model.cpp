@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -103,7 +104,8 @@ class Card : public KfdGpu, public std::enable_shared_from_this<Card> {
   uint8_t* doorbells_;
   mutable std::mutex mu_;
   std::condition_variable events_cv_;
-  bool vm_acquired_ = false, runtime_enabled_ = false;
+  std::atomic<bool> vm_acquired_{false};  // read by every ioctl, without the lock
+  bool runtime_enabled_ = false;
   std::string drm_path_;
   std::map<uint32_t, Queue> queues_;
   uint32_t next_queue_ = 0;
@@ -130,7 +132,7 @@ int Card::ioctl(unsigned long request, void* arg) {
   uint32_t nr = _IOC_NR(request);
   uint32_t end = cfg_.kfd_minor >= kfd::kMinMinorRuntimeEnable ? kfd::kCommandEnd : 0x24;
   if (_IOC_TYPE(request) != kfd::kIocType || nr < 1 || nr >= end) return -EINVAL;
-  auto needs_vm = [&] { return vm_acquired_ ? 0 : -EINVAL; };  // memory and queues need ACQUIRE_VM first
+  const int no_vm = vm_acquired_ ? 0 : -EINVAL;  // memory and queues need ACQUIRE_VM first
   switch (nr) {
     case _IOC_NR(kfd::kGetVersion):
       return with_args<kfd::GetVersion>(request, arg, [&](kfd::GetVersion& a) {
@@ -156,7 +158,7 @@ int Card::ioctl(unsigned long request, void* arg) {
         return 0;
       });
     case _IOC_NR(kfd::kAllocMemoryOfGpu):
-      return with_args<kfd::AllocMemoryOfGpu>(request, arg, [&](kfd::AllocMemoryOfGpu& a) { return needs_vm() ? needs_vm() : alloc(a); });
+      return with_args<kfd::AllocMemoryOfGpu>(request, arg, [&](kfd::AllocMemoryOfGpu& a) { return no_vm ? no_vm : alloc(a); });
     case _IOC_NR(kfd::kFreeMemoryOfGpu):
       return with_args<kfd::FreeMemoryOfGpu>(request, arg, [&](kfd::FreeMemoryOfGpu& a) {
         if (event_page_ && event_page_->handle == a.handle) return -EBUSY;
@@ -167,7 +169,7 @@ int Card::ioctl(unsigned long request, void* arg) {
     case _IOC_NR(kfd::kUnmapMemoryFromGpu):
       return with_args<kfd::MapMemoryToGpu>(request, arg, [&](kfd::MapMemoryToGpu& a) { return map(a, false); });
     case _IOC_NR(kfd::kCreateQueue):
-      return with_args<kfd::CreateQueue>(request, arg, [&](kfd::CreateQueue& a) { return needs_vm() ? needs_vm() : create_queue(a); });
+      return with_args<kfd::CreateQueue>(request, arg, [&](kfd::CreateQueue& a) { return no_vm ? no_vm : create_queue(a); });
     case _IOC_NR(kfd::kDestroyQueue):
       return with_args<kfd::DestroyQueue>(request, arg, [&](kfd::DestroyQueue& a) {
         Queue q;
