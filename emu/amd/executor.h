@@ -14,40 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "emu/memory.h"
 #include "hw/amd/kernel_descriptor.h"
 
 namespace ugpu::emu::amd {
 
-enum class Access : uint8_t { Read, Write, Atomic, Execute };
-const char* name(Access a);
-
-// The GPU virtual address space as the executor sees it. `translate` returns the mapped range that
-// contains all of [address, address + size) with the asked access, or nullopt (a page fault). The
-// executor caches the returned span per wave, so a mapping must not change while a dispatch runs.
-class Memory {
- public:
-  struct Span {
-    uint64_t device = 0;  // first device address of the range
-    uint8_t* host = nullptr;
-    uint64_t size = 0;
-    bool writable = false;
-  };
-  virtual ~Memory() = default;
-  virtual std::optional<Span> translate(uint64_t address, uint64_t size, Access access) = 0;
-};
-
-// A Memory made of explicit ranges: host memory mapped at device addresses (tests, and the base of
-// the emulated device models).
-class RangeMemory : public Memory {
- public:
-  void map(uint64_t device, void* host, uint64_t size, bool writable = true);
-  void unmap(uint64_t device);
-  std::optional<Span> translate(uint64_t address, uint64_t size, Access access) override;
-
- private:
-  std::mutex mu_;
-  std::map<uint64_t, Span> ranges_;  // by device start
-};
+// The address space is shared with the NVIDIA emulator (emu/memory.h).
+using emu::Access;
+using emu::Memory;
+using emu::RangeMemory;
+using emu::name;
 
 // Where the fault happened: workgroup id, wave within the workgroup, program counter.
 struct WaveId {
