@@ -197,6 +197,11 @@ std::string VirtualOs::fd_path(int fd) const {
   auto it = fds_.find(fd);
   return it == fds_.end() ? "" : it->second->path;
 }
+std::shared_ptr<VirtualFile> VirtualOs::device_of(int fd) const {
+  std::lock_guard lock(mu_);
+  auto it = fds_.find(fd);
+  return it == fds_.end() ? nullptr : it->second->dev;
+}
 size_t VirtualOs::open_fds() const {
   std::lock_guard lock(mu_);
   return fds_.size();
@@ -286,7 +291,8 @@ void* VirtualOs::mmap(void* addr, size_t len, int prot, int flags, int fd, uint6
   }
   if (flags & MAP_ANONYMOUS) {
     if (flags & MAP_HUGETLB) throw_os_error(ENOMEM, what + "anonymous memory", "VirtualOs has no hugepages");
-    p = ::mmap(addr, len, prot, (flags & (MAP_SHARED | MAP_PRIVATE)) | MAP_ANONYMOUS, -1, 0);
+    // MAP_FIXED_NOREPLACE never clobbers: it gives exactly `addr` or fails with EEXIST.
+    p = ::mmap(addr, len, prot, (flags & (MAP_SHARED | MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED_NOREPLACE)) | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw_os_error(errno, what + "anonymous memory");
     m.anonymous = true;
   } else {

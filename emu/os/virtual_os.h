@@ -72,6 +72,9 @@ class VirtualOs : public hcq::Os {
   int add_fd(std::shared_ptr<VirtualFile> file, std::string name);
 
   std::string fd_path(int fd) const;  // the path behind an open fd, "" when fd is not open
+  // The emulated driver's file behind an open device fd (null otherwise): how a model finds the file
+  // an ioctl names by fd number (NVIDIA's RM_MAP_MEMORY names the /dev/nvidiaN fd to map through).
+  std::shared_ptr<VirtualFile> device_of(int fd) const;
   size_t open_fds() const;
   size_t mappings() const;
 
