@@ -50,7 +50,10 @@ HWQueue& HWQueue::copy(Val dst, Val src, uint64_t bytes) {
   return *this;
 }
 
-HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) {
+HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) { return record_exec(p, args, true), *this; }
+void HWQueue::exec_untimed(const Program& p, std::span<const Val> args) { record_exec(p, args, false); }
+
+void HWQueue::record_exec(const Program& p, std::span<const Val> args, bool time) {
   if (bound_) throw Error("a bound queue cannot record more commands");
   size_t want = static_cast<size_t>(p.buffers + p.vars);
   if (args.size() != want)
@@ -69,8 +72,8 @@ HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) {
       patches_.push_back({reinterpret_cast<uint32_t*>(bytes + slot.offset), 0, args[i], 0, false, static_cast<uint8_t>(slot.bytes / 4), 0});
   }
   if (programs_.empty() || programs_.back() != keep) programs_.push_back(std::move(keep));
-  timed(p.name, false, [&] { emit_exec(p, k); });
-  return *this;
+  if (time) timed(p.name, false, [&] { emit_exec(p, k); });
+  else emit_exec(p, k);
 }
 
 void HWQueue::bind() {

@@ -74,6 +74,9 @@ class HWQueue {
   virtual void emit_exec(const Program& p, const Kernargs& args) = 0;
   virtual void emit_copy(Val dst, Val src, uint64_t bytes) = 0;
 
+  // An exec the profiler does not time on its own: a driver's helper kernel inside another command
+  // (a copy done by a kernel on a queue without a copy engine).
+  void exec_untimed(const Program& p, std::span<const Val> args);
   void put32(uint32_t v) { cmds_.push_back(v); }
   void put64(Val v);  // two dwords, low first; a variable becomes a patch slot
   // One dword: bits [shift, shift + 32) of the value (a variable becomes a one-dword patch slot).
@@ -83,6 +86,7 @@ class HWQueue {
 
  private:
   friend class Device;
+  void record_exec(const Program& p, std::span<const Val> args, bool time);
   template <class F>
   void timed(const std::string& name, bool copy, F emit);  // emit(), between timestamps while profiling
   struct Patch {

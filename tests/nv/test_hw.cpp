@@ -122,3 +122,97 @@ TEST_CASE("GPFIFO entries: 40-bit address, subroutine level, length, sync") {
   CHECK_THROWS_WITH_AS(nv::encode_gp_entry({0x1000, 1u << 21}), doctest::Contains("2^21 - 1"), Error);
   CHECK(offsetof(nv::Userd, gp_put) == 0x8c);
 }
+
+// --- RM ABI and QMD tables -------------------------------------------------------------------------
+
+#include "hw/nv/qmd_launch.h"
+#include "hw/nv/rm_abi.h"
+
+TEST_CASE("RM ABI: escape requests, branches by driver version, status names") {
+  CHECK(nv::rm_ioctl(nv::NV_ESC_RM_MAP_MEMORY_DMA, sizeof(nv::v570::NVOS46_PARAMETERS)) == 0xC0384657u);
+  CHECK(nv::rm_ioctl(nv::NV_ESC_RM_MAP_MEMORY_DMA, sizeof(nv::v580::NVOS46_PARAMETERS)) == 0xC0404657u);
+  CHECK(nv::find_branch(569) == nullptr);
+  std::pair<unsigned, const char*> want[] = {{570, "570"}, {574, "570"}, {575, "575"}, {580, "580"}, {589, "580"},
+                                             {590, "590"}, {595, "590"}, {610, "610"}, {700, "610"}};
+  for (auto [major, name] : want) {
+    CAPTURE(major);
+    REQUIRE(nv::find_branch(major));
+    CHECK(std::string(nv::find_branch(major)->name) == name);
+  }
+  CHECK(nv::kAbiBranches[0].sizeof_nvos46 == sizeof(nv::v570::NVOS46_PARAMETERS));
+  CHECK(nv::kAbiBranches[4].sizeof_channel_alloc == sizeof(nv::v610::NV_CHANNEL_ALLOC_PARAMS));
+  CHECK(std::string(nv::status_name(0x1f)) == "NV_ERR_INVALID_ARGUMENT");
+  CHECK(std::string(nv::status_name(0x3a)) == "NV_ERR_INVALID_PARAM_STRUCT");
+  CHECK(std::string(nv::status_text(0x3a)) == "Invalid structure parameter");
+  CHECK(std::string(nv::status_name(0x7fff1234)) == "NV_ERR_UNKNOWN_STATUS");
+  for (size_t i = 1; i < nv::kRmStatusCount; ++i) CHECK(nv::kRmStatuses[i - 1].code < nv::kRmStatuses[i].code);
+  CHECK(std::string(nv::rc_error_name(31)) == "FIFO_ERROR_MMU_ERR_FLT");
+}
+
+TEST_CASE("QMD tables: layouts are consistent and a launch round-trips through every version") {
+  for (const nv::QmdLayout* l : {&nv::kQmdV03_00, &nv::kQmdV04_00, &nv::kQmdV05_00}) {
+    std::string layout = l->name;
+    CAPTURE(layout);
+    CHECK(nv::check_layout(*l).empty());
+    nv::QmdLaunch q;
+    q.program_address = 0x12'3456'7800;
+    q.program_prefetch_bytes = 0x1000;
+    q.grid = {70000, 3, 2};
+    q.block = {256, 2, 1};
+    q.shared_bytes = 0x1400;
+    q.sm_shared_config = 9;
+    q.registers = 40;
+    q.local_high_bytes = 0x240;
+    q.sass_version = 0x90;
+    q.cbanks[0] = {true, 0x10'0000'1000, 0x230};
+    q.cbanks[3] = {true, 0x10'0000'2040, 0x40};
+    q.releases[0] = {true, 0x10'0000'0010, 0x55, false, true};
+    q.dependent = {true, 0x10'0000'3000, true};
+    uint32_t w[nv::kQmdMaxDwords] = {};
+    nv::encode_qmd(*l, q, w);
+    const nv::QmdLayout* all[] = {&nv::kQmdV05_00, &nv::kQmdV04_00, &nv::kQmdV03_00};
+    if (l->major != 5) CHECK(nv::qmd_layout_of(std::span<const uint32_t>(w, l->bytes / 4), std::span(all).subspan(1)) == l);
+    nv::QmdLaunch d = nv::decode_qmd(*l, std::span<const uint32_t>(w, l->bytes / 4));
+    CHECK(d.program_address == q.program_address);
+    CHECK(d.grid == q.grid);
+    CHECK(d.block == q.block);
+    CHECK(d.shared_bytes == q.shared_bytes);
+    CHECK(d.registers == 40);
+    CHECK(d.local_high_bytes == 0x240);
+    CHECK(d.cbanks[0].address == q.cbanks[0].address);
+    CHECK(d.cbanks[0].size == 0x230);
+    CHECK(d.cbanks[3].valid);
+    CHECK(!d.cbanks[1].valid);
+    CHECK(d.releases[0].enable);
+    CHECK(d.releases[0].address == q.releases[0].address);
+    CHECK(d.releases[0].payload == 0x55);
+    CHECK(d.releases[0].timestamp);
+    CHECK(!d.releases[1].enable);
+    CHECK(d.dependent.enable);
+    CHECK(d.dependent.qmd_address == q.dependent.qmd_address);
+    CHECK(nv::describe_qmd(*l, std::span<const uint32_t>(w, l->bytes / 4)).find("cta_thread_dimension0=0x100") != std::string::npos);
+    // Values a field cannot hold are refused, never truncated.
+    nv::QmdLaunch bad = q;
+    bad.program_address = uint64_t{1} << 60;
+    CHECK_THROWS_AS(nv::encode_qmd(*l, bad, w), Error);
+    bad = q;
+    bad.block[0] = 0;
+    CHECK_THROWS_WITH_AS(nv::encode_qmd(*l, bad, w), doctest::Contains("zero"), Error);
+  }
+  // Fact checks against the class headers.
+  CHECK(nv::find_field(nv::kQmdV03_00, "cta_raster_width")->lo == 384);
+  CHECK(nv::find_field(nv::kQmdV04_00, "grid_width")->lo == 1024);
+  CHECK(nv::find_field(nv::kQmdV04_00, "qmd_major_version")->lo == 580);
+  CHECK(nv::find_field(nv::kQmdV05_00, "qmd_major_version")->lo == 468);
+  // V04+ address constant banks in 64-byte units: an unaligned bank is refused there, fine in V03.
+  nv::QmdLaunch q;
+  q.cbanks[0] = {true, 0x1020, 16};
+  uint32_t w[nv::kQmdMaxDwords] = {};
+  CHECK_NOTHROW(nv::encode_qmd(nv::kQmdV03_00, q, w));
+  CHECK_THROWS_WITH_AS(nv::encode_qmd(nv::kQmdV04_00, q, w), doctest::Contains("multiple of 64"), Error);
+  // V04 QMDs say they are GRID_CTA launches; another type is refused by the decoder.
+  q.cbanks[0].address = 0x1040;
+  nv::encode_qmd(nv::kQmdV04_00, q, w);
+  nv::qmd_set_named(nv::kQmdV04_00, w, "qmd_type", 0);
+  CHECK_THROWS_WITH_AS(nv::decode_qmd(nv::kQmdV04_00, w), doctest::Contains("GRID_CTA"), Error);
+}
