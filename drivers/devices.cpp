@@ -6,7 +6,9 @@
 #include "codegen/compiler.h"
 #include "drivers/amd/kfd_device.h"
 #include "drivers/cpu/cpu_device.h"
+#include "drivers/nv/nv_device.h"
 #include "emu/amd/kfd_model.h"
+#include "emu/nv/rm_model.h"
 
 namespace ugpu::drivers {
 namespace {
@@ -26,6 +28,17 @@ std::unique_ptr<hcq::Device> open_emu_amd() {
   o.name = "emu:amd", o.kind = "emulated gpu";
   return amd::open_kfd(os, o);
 }
+std::unique_ptr<hcq::Device> open_nv() {
+  nv::NvOptions o;
+  return nv::open_nv(std::shared_ptr<hcq::Os>(&hcq::posix_os(), [](hcq::Os*) {}), o);
+}
+std::unique_ptr<hcq::Device> open_emu_nv() {
+  auto os = std::make_shared<emu::VirtualOs>();
+  emu::nv::install_nv_gpu(*os);
+  nv::NvOptions o;
+  o.name = "emu:nv", o.kind = "emulated gpu", o.ptx_images = true;
+  return nv::open_nv(os, o);
+}
 // Devices join this table as their drivers land (nv, amd:pci ...).
 const std::vector<Driver>& drivers() {
   static const std::vector<Driver> d = {
@@ -34,6 +47,10 @@ const std::vector<Driver>& drivers() {
        open_emu_amd},
       {{"amd:kfd", "an AMD GPU through the amdgpu kernel driver (/dev/kfd): PM4 compute and SDMA copy queues, no ROCm", true}, open_amd_kfd},
       {{"amd", "the first AMD GPU: amd:kfd (the only AMD path built so far)", true}, open_amd_kfd},
+      {{"emu:nv", "an emulated NVIDIA H100 (sm_90, Hopper classes) behind an emulated nvidia.ko RM and UVM: the NVIDIA driver end to end, "
+                  "kernels run as PTX, no GPU needed"},
+       open_emu_nv},
+      {{"nv", "an NVIDIA GPU through nvidia.ko (RM and UVM ioctls): GPFIFO channels, QMD launches, copy engine; no CUDA", true}, open_nv},
   };
   return d;
 }

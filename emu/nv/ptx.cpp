@@ -1,15 +1,14 @@
+// The PTX executor's entry points (emu/nv/ptx.h). The parts: ptx_parse.cpp (text to pre-decoded
+// instructions), ptx_alu.cpp (arithmetic, logic, comparisons, conversions), ptx_mem.cpp (memory and
+// warp-level instructions), ptx_exec.cpp (warps, blocks, host threads, faults; run_ptx).
 #include "emu/nv/ptx.h"
 
-#include "common/error.h"
+#include "emu/nv/ptx_ir.h"
 
 namespace ugpu::emu::nv {
 
-struct PtxModule {
-  std::vector<PtxEntry> entries;
-};
+std::shared_ptr<const PtxModule> parse_ptx(std::string_view text) { return detail::parse_module(text); }
 
-std::shared_ptr<const PtxModule> parse_ptx(std::string_view) { throw Error("PTX executor: not written yet"); }
 const std::vector<PtxEntry>& entries(const PtxModule& m) { return m.entries; }
-PtxRunResult run_ptx(const PtxLaunch&, const PtxRunOptions&) { throw Error("PTX executor: not written yet"); }
 
 }  // namespace ugpu::emu::nv

@@ -1204,6 +1204,7 @@ inline constexpr uint32_t NV_ERR_RC_ERROR = 0x60;
 inline constexpr uint32_t NV_ERR_RESET_REQUIRED = 0x62;
 inline constexpr uint32_t NV_ERR_STATE_IN_USE = 0x63;
 inline constexpr uint32_t NV_ERR_TIMEOUT = 0x65;
+inline constexpr uint32_t NV_ERR_UVM_ADDRESS_IN_USE = 0x68;
 inline constexpr uint32_t NV_ERR_GENERIC = 0xffff;
 inline constexpr uint32_t NV_WARN_NOTHING_TO_DO = 0x10006;
 
