@@ -210,17 +210,18 @@ std::unique_ptr<Channel> NvDevice::create_channel(bool copy, uint32_t engine_cla
   c->copy = copy;
   c->entries = opts_.gpfifo_entries;
   // The GPFIFO ring with USERD right after it, in write-combined vidmem (tinygrad's layout).
-  c->area = r.alloc_memory(uint64_t{c->entries} * 8 + m::kUserdBytes, Rm::Where::Vidmem, true);
+  const uint64_t userd_at = (uint64_t{c->entries} * 8 + m::kUserdBytes - 1) / m::kUserdBytes * m::kUserdBytes;  // USERD is 512-byte aligned
+  c->area = r.alloc_memory(userd_at + m::kUserdBytes, Rm::Where::Vidmem, true);
   c->notifier = r.alloc_memory(kNotifierBytes, Rm::Where::Sysmem);
   c->gpfifo = static_cast<uint64_t*>(c->area->host);
   c->gpfifo_va = c->area->va;
-  c->userd = reinterpret_cast<m::Userd*>(static_cast<uint8_t*>(c->area->host) + uint64_t{c->entries} * 8);
+  c->userd = reinterpret_cast<m::Userd*>(static_cast<uint8_t*>(c->area->host) + userd_at);
   c->handle = rm::with_branch(*r.abi, [&](auto t) {
     typename decltype(t)::ChannelAlloc a{};
     a.hObjectError = c->notifier->handle, a.hObjectBuffer = c->area->handle;
     a.gpFifoOffset = c->area->va, a.gpFifoEntries = c->entries;
     a.hContextShare = ctxshare_;
-    a.hUserdMemory[0] = c->area->handle, a.userdOffset[0] = uint64_t{c->entries} * 8;
+    a.hUserdMemory[0] = c->area->handle, a.userdOffset[0] = userd_at;
     return r.alloc(tsg_, facts_.gpfifo_class, &a, copy ? "the copy channel" : "the compute channel", r.new_handle());
   });
   uint32_t engine = r.alloc(c->handle, engine_class, nullptr, copy ? "the copy-engine object" : "the compute object", r.new_handle());
@@ -497,7 +498,13 @@ PushSnapshot last_submission(hcq::Device& dev, bool copy) {
 NvFacts facts(hcq::Device& dev) {
   auto* d = dynamic_cast<NvDevice*>(&dev);
   if (!d) throw Error(dev.name() + " is not an NVIDIA device");
-  return d->facts();
+  NvFacts f = d->facts();
+  for (bool copy : {false, true}) {
+    Channel& c = d->channel(copy);
+    std::lock_guard lock(c.mu);
+    f.ring_waits += c.waits;
+  }
+  return f;
 }
 
 }  // namespace ugpu::nv

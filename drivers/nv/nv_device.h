@@ -46,6 +46,7 @@ struct NvFacts {
   uint32_t compute_class = 0, copy_class = 0, gpfifo_class = 0, usermode_class = 0;
   uint32_t sm_version = 0;  // 0x900 for sm_90
   uint32_t qmd_major = 0;
+  uint64_t ring_waits = 0;  // submits that waited for GPFIFO or pushbuffer space (back-pressure)
 };
 NvFacts facts(hcq::Device& dev);
 

@@ -13,7 +13,8 @@ using hcq::Val;
 
 namespace {
 
-constexpr unsigned kComputeSubchannel = 1, kCopySubchannel = 4;
+using m::kComputeSubchannel;
+using m::kCopySubchannel;
 constexpr uint64_t kCopyChunk = uint64_t{1} << 31;  // LINE_LENGTH_IN is 32 bits; stay well inside it
 
 class NvQueueBase : public NvQueue {

@@ -26,6 +26,16 @@ std::string hex(uint64_t v) {
 constexpr uint64_t kVaBase = uint64_t{0x10} << 32, kVaEnd = uint64_t{1} << 40;
 constexpr uint64_t kHugePage = 2u << 20, kSmallPage = 4096, kHugeFrom = 8u << 20;
 
+// The window's allocator, one per process: every device's memory has its own CPU address too.
+struct VaWindow {
+  std::mutex mu;
+  hcq::RangeAllocator ranges{kVaBase, kVaEnd - kVaBase, kSmallPage};
+};
+VaWindow& va_window() {
+  static VaWindow w;
+  return w;
+}
+
 }  // namespace
 
 std::shared_ptr<Rm> Rm::open(std::shared_ptr<hcq::Os> os, const std::string& name) {
@@ -57,7 +67,6 @@ std::shared_ptr<Rm> Rm::open(std::shared_ptr<hcq::Os> os, const std::string& nam
   rm::UVM_MM_INITIALIZE_PARAMS mm{};
   mm.uvmFd = r->uvm.get();
   r->os->ioctl(r->uvm_mm.get(), rm::UVM_MM_INITIALIZE, &mm);  // not needed everywhere (CUDA ignores its result too)
-  r->va_ = std::make_unique<hcq::RangeAllocator>(kVaBase, kVaEnd - kVaBase, kSmallPage);
   return r;
 }
 
@@ -124,8 +133,8 @@ uint64_t Rm::reserve(uint64_t size, uint64_t align) {
   for (int attempt = 0; attempt < 64; ++attempt) {
     std::optional<uint64_t> va;
     {
-      std::lock_guard lock(va_mu_);
-      va = va_->alloc(size, align);
+      std::lock_guard lock(va_window().mu);
+      va = va_window().ranges.alloc(size, align);
     }
     if (!va) throw RmError(rm::NV_ERR_NO_MEMORY, name + ": no room for " + std::to_string(size) + " bytes in the GPU address window below 1 TiB");
     void* want = reinterpret_cast<void*>(*va);
@@ -143,16 +152,16 @@ uint64_t Rm::reserve(uint64_t size, uint64_t align) {
 }
 
 uint64_t Rm::reserve_va(uint64_t size) {
-  std::lock_guard lock(va_mu_);
-  auto va = va_->alloc(size, kHugePage);
+  std::lock_guard lock(va_window().mu);
+  auto va = va_window().ranges.alloc(size, kHugePage);
   if (!va) throw RmError(rm::NV_ERR_NO_MEMORY, name + ": no room for " + std::to_string(size) + " bytes in the GPU address window below 1 TiB");
   return *va;
 }
 
 void Rm::release(uint64_t va, uint64_t size) {
   os->munmap(reinterpret_cast<void*>(va), size);
-  std::lock_guard lock(va_mu_);
-  va_->free(va);
+  std::lock_guard lock(va_window().mu);
+  va_window().ranges.free(va);
 }
 
 void Rm::map_to_gpu(const Memory& m, uint64_t) {

@@ -48,8 +48,8 @@ struct Rm : std::enable_shared_from_this<Rm> {
   [[noreturn]] void fail(uint32_t status, const std::string& what) const;
   uint32_t new_handle() { return next_handle_++; }
 
-  // RM memory at one address for CPU and GPU. The address comes from a range allocator over the
-  // window below 2^40 (QMDs, pushbuffers and semaphores must be there); the CPU mapping is made inside
+  // RM memory at one address for CPU and GPU. The address comes from the process's range allocator
+  // over the window below 2^40 (shared by every NVIDIA device of the process) (QMDs, pushbuffers and semaphores must be there); the CPU mapping is made inside
   // a reservation taken with MAP_FIXED_NOREPLACE, so it never lands on another mapping.
   enum class Where { Vidmem, Sysmem, Host };  // host: the process's own pages (OS descriptor)
   struct Memory {
@@ -67,8 +67,6 @@ struct Rm : std::enable_shared_from_this<Rm> {
   void map_to_gpu(const Memory& m, uint64_t page);
   int fresh_fd(bool control);  // a new fd to map one allocation through (registered with ctl)
   uint32_t next_handle_ = 0x1001;
-  std::mutex va_mu_;
-  std::unique_ptr<hcq::RangeAllocator> va_;
 };
 
 }  // namespace ugpu::nv

@@ -55,15 +55,17 @@ uint8_t* local_ptr(Warp& w, const Inst& in, int lane, uint64_t off, unsigned byt
   return b.local.data() + (static_cast<size_t>(w.index) * 32 + static_cast<size_t>(lane)) * b.local_bytes + off;
 }
 
+// Parameters: offset `off` of the parameter space is byte param_base + off of constant bank 0.
+// Faults give the bank's GPU address of the access.
 uint8_t* param_ptr(Warp& w, const Inst& in, int lane, uint64_t off, unsigned bytes) {
   const PtxLaunch& L = *w.block->run->launch;
-  if (off & (bytes - 1)) memory_fault(w, in, lane, off, bytes, Access::Read, Space::Param, "misaligned address");
-  const uint64_t at = L.param_base + off;
+  const uint64_t at = L.param_base + off, va = L.cbank0_address + at;
+  if (off & (bytes - 1)) memory_fault(w, in, lane, va, bytes, Access::Read, Space::Param, "misaligned address");
   if (off >= L.cbank0_size || at >= L.cbank0_size || bytes > L.cbank0_size - at)
-    memory_fault(w, in, lane, off, bytes, Access::Read, Space::Param,
-                 "past the end of the " + std::to_string(L.cbank0_size) + "-byte constant bank 0 at " + hex(L.cbank0_address) +
-                     " (parameters start at offset " + hex(L.param_base) + ")");
-  return global_ptr(w, in, lane, L.cbank0_address + at, bytes, Access::Read, Space::Param);
+    memory_fault(w, in, lane, va, bytes, Access::Read, Space::Param,
+                 "parameter offset " + hex(off) + " is past the end of the " + std::to_string(L.cbank0_size) + "-byte constant bank 0 at " +
+                     hex(L.cbank0_address) + ", whose parameters start at " + hex(L.param_base));
+  return global_ptr(w, in, lane, va, bytes, Access::Read, Space::Param);
 }
 
 template <Space S>

@@ -46,7 +46,7 @@ class NvGpu {
 };
 
 // Installs the card's files into `os`; the card lives while the returned pointer or an open file of
-// it does. Throws Error for a driver version whose branch hw/nv has no layouts for.
+// it does. A driver version older than every branch of hw/nv is answered with the oldest layouts.
 std::shared_ptr<NvGpu> install_nv_gpu(VirtualOs& os, const NvGpuConfig& cfg = {});
 
 }  // namespace ugpu::emu::nv

@@ -170,10 +170,9 @@ bool PushbufferReader::next(MethodWrite& out) {
   return true;
 }
 
-std::string describe_pushbuffer(std::span<const uint32_t> words) {
+std::string describe_pushbuffer(std::span<const uint32_t> words, const SubchannelMap& initial) {
   PushbufferReader r(words);
-  Engine bound[kSubchannels] = {Engine::Other, Engine::Other, Engine::Other, Engine::Other,
-                                Engine::Other, Engine::Other, Engine::Other, Engine::Other};
+  SubchannelMap bound = initial;
   std::string out;
   MethodWrite w;
   char at[32];

@@ -8,6 +8,7 @@
 // (HOPPER_COMPUTE_A; the same offsets as Ampere's clc6c0.h), copy methods from clc8b5.h
 // (HOPPER_DMA_COPY_A), the doorbell from clc361.h (NOTIFY_CHANNEL_PENDING).
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -112,10 +113,18 @@ class PushbufferReader {
   bool first_ = false;
   std::string error_;
 };
-// One line per method write ("0x0004  subch 1 compute SEND_PCAS_A qmd_address_shifted8=0x..."),
-// following SET_OBJECT bindings (subchannels start unbound: their methods print as Other). Stops at a
-// malformed header, naming it.
-std::string describe_pushbuffer(std::span<const uint32_t> words);
+// Which engine each subchannel is bound to. ugpu binds the compute engine to subchannel 1 and the copy
+// engine to subchannel 4 (SET_OBJECT when a channel starts), as tinygrad does.
+using SubchannelMap = std::array<Engine, kSubchannels>;
+constexpr unsigned kComputeSubchannel = 1, kCopySubchannel = 4;
+constexpr SubchannelMap kUnbound = {Engine::Other, Engine::Other, Engine::Other, Engine::Other,
+                                    Engine::Other, Engine::Other, Engine::Other, Engine::Other};
+constexpr SubchannelMap kUgpuSubchannels = {Engine::Other, Engine::Compute, Engine::Other, Engine::Other,
+                                            Engine::Copy,  Engine::Other,   Engine::Other, Engine::Other};
+// One line per method write ("0x0004  subch 1 SEND_PCAS_A 0x..."), starting from the bindings `bound`
+// and following SET_OBJECT; methods of an unbound subchannel print as "unbound". Stops at a malformed
+// header, naming it.
+std::string describe_pushbuffer(std::span<const uint32_t> words, const SubchannelMap& bound = kUnbound);
 
 // --- GPFIFO entries (NV_PPBDMA_GP_ENTRY) ----------------------------------------------------------
 // 64 bits: 39:2 pushbuffer address (dword aligned, 40-bit), 41 level (1 = subroutine), 62:42 length in

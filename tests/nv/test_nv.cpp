@@ -1,0 +1,285 @@
+// The NVIDIA driver (drivers/nv) on the emulated Hopper (emu/nv): the emulated RM's checks, opening
+// on every driver branch, the bad cases (no driver, permissions, an old branch, RM statuses, MMU
+// faults, hangs, full rings), the submitted methods and QMDs, and the kernel suite against the CPU.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "../hcq/device_suite.h"
+#include "../hcq/kernels.h"
+#include "drivers/devices.h"
+#include "drivers/nv/nv_device.h"
+#include "drivers/nv/rm.h"
+#include "emu/nv/rm_model.h"
+#include "hw/nv/methods.h"
+#include "hw/nv/qmd_launch.h"
+#include "hw/nv/rm_abi.h"
+#include "ir/text.h"
+
+using namespace ugpu;
+using namespace ugpu::test;
+using hcq::Val;
+namespace rm = hw::nv;
+
+namespace {
+
+struct EmuSystem {
+  std::shared_ptr<emu::VirtualOs> os = std::make_shared<emu::VirtualOs>();
+  std::shared_ptr<emu::nv::NvGpu> gpu;
+  explicit EmuSystem(const emu::nv::NvGpuConfig& c = {}) { gpu = emu::nv::install_nv_gpu(*os, c); }
+  std::unique_ptr<hcq::Device> open(nv::NvOptions o = {}) {
+    o.name = "emu:nv", o.kind = "emulated gpu", o.ptx_images = true;
+    return nv::open_nv(os, o);
+  }
+};
+
+bool log_has(const emu::nv::NvGpu& g, const std::string& s) {
+  for (const std::string& l : g.log())
+    if (l.find(s) != std::string::npos) return true;
+  return false;
+}
+
+// A raw RM client for the emulated RM's own checks.
+struct RawRm {
+  emu::VirtualOs& os;
+  int ctl;
+  explicit RawRm(emu::VirtualOs& o) : os(o), ctl(o.open("/dev/nvidiactl", O_RDWR)) {}
+  ~RawRm() { os.close(ctl); }
+  uint32_t alloc(uint32_t root, uint32_t parent, uint32_t cls, void* params, uint32_t handle = 0, uint32_t* out = nullptr) {
+    rm::NVOS21_PARAMETERS p{};
+    p.hRoot = root, p.hObjectParent = parent, p.hObjectNew = handle, p.hClass = cls, p.pAllocParms = reinterpret_cast<uint64_t>(params);
+    REQUIRE(os.ioctl(ctl, rm::rm_ioctl(rm::NV_ESC_RM_ALLOC, sizeof p), &p) == 0);
+    if (out) *out = p.hObjectNew;
+    return p.status;
+  }
+  uint32_t control(uint32_t client, uint32_t object, uint32_t cmd, void* params, uint32_t size) {
+    rm::NVOS54_PARAMETERS p{};
+    p.hClient = client, p.hObject = object, p.cmd = cmd, p.params = reinterpret_cast<uint64_t>(params), p.paramsSize = size;
+    REQUIRE(os.ioctl(ctl, rm::rm_ioctl(rm::NV_ESC_RM_CONTROL, sizeof p), &p) == 0);
+    return p.status;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("nv emu: the emulated RM and UVM check escapes and parameters as the driver does") {
+  EmuSystem sys;
+  RawRm r(*sys.os);
+  uint32_t root = 0;
+  CHECK(r.alloc(0, 0, rm::NV01_ROOT_CLIENT, nullptr, 0, &root) == rm::NV_OK);
+  CHECK(root != 0);
+  // An escape struct of the wrong size is refused by the kernel module (EINVAL), not misread.
+  rm::NVOS21_PARAMETERS small{};
+  CHECK(sys.os->ioctl(r.ctl, rm::rm_ioctl(rm::NV_ESC_RM_ALLOC, sizeof small - 4), &small) == -EINVAL);
+  // A control's parameter size is checked: NV_ERR_INVALID_PARAM_STRUCT.
+  rm::NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS v{};
+  CHECK(r.control(root, root, rm::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, &v, sizeof v - 8) == rm::NV_ERR_INVALID_PARAM_STRUCT);
+  CHECK(r.control(root, root, rm::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, &v, sizeof v) == rm::NV_OK);
+  CHECK(std::string(v.driverVersionBuffer) == "580.105.08");
+  CHECK(r.control(root, root, 0x12345678, &v, sizeof v) == rm::NV_ERR_NOT_SUPPORTED);
+  CHECK(r.control(root + 1, root, rm::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, &v, sizeof v) == rm::NV_ERR_INVALID_CLIENT);
+  // Objects: parents, classes, handles.
+  rm::NV0080_ALLOC_PARAMETERS dp{};
+  CHECK(r.alloc(root, root, rm::NV01_DEVICE_0, &dp, 0x2000) == rm::NV_OK);
+  CHECK(r.alloc(root, root, rm::NV01_DEVICE_0, &dp, 0x2000) == rm::NV_ERR_INVALID_OBJECT_NEW);
+  CHECK(r.alloc(root, 0x2000, rm::AMPERE_COMPUTE_A, nullptr, 0x2001) == rm::NV_ERR_INVALID_CLASS);  // not a class GH100 offers
+  CHECK(r.alloc(root, 0x7777, rm::NV20_SUBDEVICE_0, nullptr, 0x2002) == rm::NV_ERR_INVALID_OBJECT_PARENT);
+  rm::NV_MEMORY_ALLOCATION_PARAMS big{};
+  big.size = uint64_t{64} << 30;  // more than the emulated card's 16 GiB
+  CHECK(r.alloc(root, 0x2000, rm::NV01_MEMORY_LOCAL_USER, &big, 0x2003) == rm::NV_ERR_NO_MEMORY);
+  // OS-descriptor memory only on a device fd, and that fd only after REGISTER_FD.
+  rm::nv_ioctl_nvos02_parameters_with_fd os02{};
+  CHECK(sys.os->ioctl(r.ctl, rm::rm_ioctl(rm::NV_ESC_RM_ALLOC_MEMORY, sizeof os02), &os02) == -EINVAL);
+  int dev = sys.os->open("/dev/nvidia0", O_RDWR);
+  rm::NVOS54_PARAMETERS c{};
+  CHECK(sys.os->ioctl(dev, rm::rm_ioctl(rm::NV_ESC_RM_CONTROL, sizeof c), &c) == -EINVAL);  // RM escapes belong to nvidiactl
+  sys.os->close(dev);
+  // UVM: nothing before UVM_INITIALIZE.
+  int uvm = sys.os->open("/dev/nvidia-uvm", O_RDWR);
+  rm::UVM_CREATE_EXTERNAL_RANGE_PARAMS range{};
+  range.base = 0x10'0000'0000, range.length = 0x10000;
+  sys.os->ioctl(uvm, rm::UVM_CREATE_EXTERNAL_RANGE, &range);
+  CHECK(range.rmStatus == rm::NV_ERR_ILLEGAL_ACTION);
+  rm::UVM_INITIALIZE_PARAMS init{};
+  CHECK(sys.os->ioctl(uvm, rm::UVM_INITIALIZE, &init) == 0);
+  CHECK(sys.os->ioctl(uvm, rm::UVM_CREATE_EXTERNAL_RANGE, &range) == 0);
+  CHECK(range.rmStatus == rm::NV_OK);
+  CHECK(sys.os->ioctl(uvm, rm::UVM_CREATE_EXTERNAL_RANGE, &range) == 0);
+  CHECK(range.rmStatus == rm::NV_ERR_UVM_ADDRESS_IN_USE);
+  sys.os->close(uvm);
+}
+
+TEST_CASE("nv: no driver, no permission and an unsupported driver branch are clear errors") {
+  {
+    auto os = std::make_shared<emu::VirtualOs>();  // a machine without the nvidia module
+    CHECK_THROWS_WITH(nv::open_nv(os), doctest::Contains("/dev/nvidiactl does not exist"));
+  }
+  {
+    EmuSystem sys;
+    sys.os->set_errno_on_open("/dev/nvidiactl", EACCES);
+    CHECK_THROWS_WITH(sys.open(), doctest::Contains("permissions of /dev/nvidia*"));
+  }
+  {
+    emu::nv::NvGpuConfig old;
+    old.driver_version = "535.113.01";
+    EmuSystem sys(old);
+    CHECK_THROWS_WITH(sys.open(), doctest::Contains("NVIDIA driver 535.113.01 is not supported"));
+    CHECK_THROWS_WITH(sys.open(), doctest::Contains("570, 575, 580"));
+  }
+}
+
+TEST_CASE("nv: every driver branch opens the emulated H100 and runs a kernel, with Hopper's classes") {
+  for (const char* version : {"570.86.15", "575.64.05", "580.105.08", "595.45.04", "610.43.03"}) {
+    CAPTURE(version);
+    emu::nv::NvGpuConfig c;
+    c.driver_version = version;
+    EmuSystem sys(c);
+    auto dev = sys.open();
+    nv::NvFacts f = nv::facts(*dev);
+    CHECK(f.driver_version == version);
+    CHECK(f.abi_branch == rm::find_branch(static_cast<unsigned>(std::atoi(version)))->name);
+    CHECK(f.compute_class == rm::HOPPER_COMPUTE_A);
+    CHECK(f.copy_class == rm::HOPPER_DMA_COPY_A);
+    CHECK(f.usermode_class == rm::HOPPER_USERMODE_A);
+    CHECK(dev->target() == "sm_90");
+    auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+    hcq::Buffer in = dev->alloc(4000), out = dev->alloc(4000);
+    for (int i = 0; i < 1000; ++i) static_cast<int32_t*>(in.host)[i] = i * 3;
+    uint64_t v = dev->next_timeline();
+    auto q = dev->compute_queue();
+    Val args[] = {out.va, in.va};
+    q->wait(dev->timeline(), v - 1).exec(*prog, args).signal(dev->timeline(), v);
+    q->submit();
+    dev->synchronize();
+    CHECK(static_cast<int32_t*>(out.host)[999] == 999 * 3 + 1);
+  }
+}
+
+TEST_CASE("nv: RM statuses are errors that name the status and the call") {
+  EmuSystem sys;
+  auto dev = sys.open();
+  CHECK_THROWS_WITH_AS(dev->alloc(size_t{40} << 30), doctest::Contains("NV_ERR_NO_MEMORY"), nv::RmError);
+  CHECK_THROWS_WITH(dev->alloc(size_t{40} << 30), doctest::Contains("RM_ALLOC of 42949672960 bytes of video memory"));
+  CHECK(!dev->failed());  // an allocation failure is not a device failure
+  hcq::Buffer ok = dev->alloc(4096);
+  CHECK(ok.va < (uint64_t{1} << 40));  // one address for CPU and GPU, below 1 TiB
+}
+
+TEST_CASE("nv: an out-of-bounds kernel is an MMU fault naming the kernel and the address") {
+  EmuSystem sys;
+  auto dev = sys.open();
+  auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+  hcq::Buffer in = dev->alloc(4000);
+  uint64_t v = dev->next_timeline();
+  auto q = dev->compute_queue();
+  Val args[] = {uint64_t{0x10000}, in.va};  // the output buffer address is not mapped
+  q->exec(*prog, args).signal(dev->timeline(), v);
+  q->submit();
+  CHECK_THROWS_WITH_AS(dev->synchronize(), doctest::Contains("GPU MMU fault at 0x10"), hcq::DeviceError);
+  CHECK(dev->failed());
+  CHECK(dev->error().find("kernel add_one") != std::string::npos);
+  CHECK(dev->error().find("write of an unmapped address") != std::string::npos);
+  CHECK(dev->error().find("FIFO_ERROR_MMU_ERR_FLT") != std::string::npos);
+  CHECK(log_has(*sys.gpu, "st.global"));  // the emulator's log names the faulting instruction
+  CHECK_THROWS_AS(dev->alloc(64), hcq::DeviceError);
+}
+
+TEST_CASE("nv: a hung kernel is a Timeout and an error state; another emulated GPU keeps working") {
+  EmuSystem sys, other_sys;
+  auto dev = sys.open();
+  auto other = other_sys.open();
+  auto spin = drivers::load_kernel(*dev, ir::parse(kSpin), "spin");
+  hcq::Buffer out = dev->alloc(64);
+  uint64_t v = dev->next_timeline();
+  auto q = dev->compute_queue();
+  Val forever[] = {out.va, uint64_t{1} << 62};
+  q->exec(*spin, forever).signal(dev->timeline(), v);
+  q->submit();
+  CHECK_THROWS_WITH_AS(dev->wait(dev->timeline(), v, "the hung kernel", std::chrono::milliseconds(200)), doctest::Contains("did not reach"), hcq::Timeout);
+  CHECK(dev->failed());
+  CHECK(sys.gpu->stats().channels == 0);  // the driver freed its channel group, which stopped the kernel
+  auto s = other->new_signal();
+  auto oq = other->compute_queue();
+  oq->signal(*s, 1);
+  oq->submit();
+  other->wait(*s, 1, "the other GPU");
+}
+
+TEST_CASE("nv: more submissions than the GPFIFO and pushbuffer rings hold wait for space and lose nothing") {
+  EmuSystem sys;
+  nv::NvOptions o;
+  o.gpfifo_entries = 16, o.pushbuffer_bytes = 4096;  // a few dozen submissions
+  auto dev = sys.open(o);
+  auto inc = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+  hcq::Buffer a = dev->alloc(4000), b = dev->alloc(4000), c = dev->alloc(4000);
+  auto gate = dev->new_signal();
+  for (int n = 0; n < 400; ++n) {
+    uint64_t v = dev->next_timeline();
+    auto q = dev->compute_queue();
+    if (n == 0) q->wait(*gate, 1);  // nothing runs until the rings have filled
+    Val args[] = {n % 2 ? a.va : b.va, n % 2 ? b.va : a.va};
+    q->wait(dev->timeline(), v - 1).exec(*inc, args).memory_barrier().signal(dev->timeline(), v);
+    q->submit();
+    if (n == 0) std::thread([g = gate] { std::this_thread::sleep_for(std::chrono::milliseconds(100)), g->set(1); }).detach();
+  }
+  for (int n = 0; n < 200; ++n) {  // and the copy channel, copy after copy
+    uint64_t v = dev->next_timeline();
+    auto q = dev->copy_queue();
+    q->wait(dev->timeline(), v - 1).copy(c.va + 4 * (n % 10), a.va + 4 * (n % 10), 4).signal(dev->timeline(), v);
+    q->submit();
+  }
+  dev->synchronize();
+  CHECK(static_cast<int32_t*>(a.host)[7] == 400);
+  CHECK(static_cast<int32_t*>(c.host)[3] == 400);
+  CHECK(!dev->failed());
+  CHECK(nv::facts(*dev).ring_waits > 0);  // back-pressure happened
+  CHECK(sys.gpu->log().empty());          // and the GPU never saw an overrun or a bad method
+}
+
+TEST_CASE("nv: the submitted methods and QMDs decode into the launch the driver meant; back-to-back kernels chain") {
+  for (const char* qmd : {"3", "4"}) {
+    CAPTURE(qmd);
+    setenv("UGPU_NV_QMD", qmd, 1);
+    EmuSystem sys;
+    auto dev = sys.open();
+    unsetenv("UGPU_NV_QMD");
+    const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(static_cast<unsigned>(std::atoi(qmd)));
+    CHECK(nv::facts(*dev).qmd_major == layout.major);
+    auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+    hcq::Buffer a = dev->alloc(4000), b = dev->alloc(4000);
+    uint64_t v = dev->next_timeline();
+    auto q = dev->compute_queue();
+    Val ab[] = {b.va, a.va}, ba[] = {a.va, b.va};
+    q->wait(dev->timeline(), v - 1).exec(*prog, ab).exec(*prog, ba).signal(dev->timeline(), v);
+    q->submit();
+    dev->synchronize();
+    CHECK(static_cast<int32_t*>(a.host)[500] == 2);  // the chained second launch ran after the first
+    nv::PushSnapshot s = nv::last_submission(*dev, false);
+    std::string text = hw::nv::describe_pushbuffer(s.words, hw::nv::kUgpuSubchannels);
+    CAPTURE(text);
+    size_t first = text.find("SEND_PCAS_A");
+    CHECK(first != std::string::npos);
+    CHECK(text.find("SEND_PCAS_A", first + 1) == std::string::npos);  // one launch method: the second QMD is chained
+    CHECK(text.find("SEM_EXECUTE operation=0x3(ACQ_CIRC_GEQ)") != std::string::npos);
+    CHECK(text.find("SEM_EXECUTE operation=0x1(RELEASE) release_wfi=0x1 payload_size_64=0x1") != std::string::npos);
+    REQUIRE(s.qmds.size() == 2);
+    hw::nv::QmdLaunch l0 = hw::nv::decode_qmd(layout, s.qmds[0]), l1 = hw::nv::decode_qmd(layout, s.qmds[1]);
+    CHECK(l0.dependent.enable);
+    CHECK(!l1.dependent.enable);
+    CHECK(l0.program_address == l1.program_address);
+    CHECK(l0.grid[0] * l0.block[0] >= 1000);
+    CHECK(l0.cbanks[0].valid);
+    CHECK(l0.cbanks[0].size >= 0x210 + 16);  // the parameters follow sm_90's driver words
+  }
+}
+
+TEST_CASE("nv: the codegen kernel suite through the driver matches the CPU device") {
+  auto gpu = drivers::open_device("emu:nv");
+  kernel_suite_matches_cpu(*gpu);
+}
