@@ -134,6 +134,9 @@ class Device {
   std::chrono::milliseconds default_timeout() const { return timeout_; }
   void set_default_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
+  // Host memory the device reaches directly (pinned, in CUDA's words): copies to and from it need no
+  // staging. What the staging buffers are made of; the CPU device and by default: device memory.
+  Buffer alloc_host(size_t bytes) { return alloc_staging(bytes); }
   // Copies between host memory and a buffer in chunks through staging buffers (any size, any
   // alignment); ranges outside the buffer are refused.
   void copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src);

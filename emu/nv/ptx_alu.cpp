@@ -317,8 +317,8 @@ struct Prmt {
       case 1: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = (k + i) & 7; break; }           // f4e
       case 2: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = (k + 8 - i) & 7; break; }       // b4e
       case 3: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = k; break; }                     // rc8
-      case 4: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = i < k ? i : k; break; }         // ecl
-      case 5: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = i > k ? i : k; break; }         // ecr
+      case 4: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = i < k ? k : i; break; }         // ecl
+      case 5: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = i > k ? k : i; break; }         // ecr
       default: { uint32_t k = (sel & 1) * 2; s[0] = k, s[1] = k + 1, s[2] = k, s[3] = k + 1; break; }        // rc16
     }
     for (int i = 0; i < 4; ++i) r |= byte(s[i]) << (8 * i);

@@ -2,6 +2,8 @@
 // so each device that joins the table is held to all of them.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -27,9 +29,20 @@ struct TestDevice {
   std::string label;
   std::function<std::unique_ptr<hcq::Device>()> open;
 };
-// Every known device, plus the CPU with a separate copy engine (two rings, as GPUs have).
+// Every known device, plus the CPU with a separate copy engine (two rings, as GPUs have); or the
+// devices $UGPU_TEST_DEVICES names (comma-separated), as the silicon suite runs it on real GPUs.
 std::vector<TestDevice> devices() {
   std::vector<TestDevice> d;
+  if (const char* env = std::getenv("UGPU_TEST_DEVICES"); env && *env) {
+    std::string list = env;
+    for (size_t at = 0; at <= list.size();) {
+      size_t comma = std::min(list.find(',', at), list.size());
+      std::string n = list.substr(at, comma - at);
+      if (!n.empty()) d.push_back({n, [n] { return drivers::open_device(n); }});
+      at = comma + 1;
+    }
+    return d;
+  }
   for (const drivers::DeviceEntry& e : drivers::known_devices())
     if (!e.hardware) d.push_back({e.name, [n = e.name] { return drivers::open_device(n); }});
   d.push_back({"cpu with a copy engine", [] { return std::make_unique<cpu::CpuDevice>(0, 1 << 16, true); }});

@@ -367,7 +367,9 @@ SINK(END(STORE(INDEX:{OT}*(out, i), {E}), i))
     }
     size_t n = 100 * static_cast<size_t>(t.itemsize());
     for (const std::string& e : exprs) compare({T + ": " + e, fill(two, {{"T", T}, {"OT", T}, {"E", e}}), {n, n, n}, {}}, t);
-    for (ir::DType u : kAllTypes) {
+    std::vector<ir::DType> targets = kAllTypes;
+    targets.push_back(ir::dtypes::bool_);
+    for (ir::DType u : targets) {
       if (u == t) continue;
       const std::string U(u.name());
       compare({T + " -> " + U, fill(two, {{"T", T}, {"OT", U}, {"E", "CAST:" + U + "(x)"}}), {100 * static_cast<size_t>(u.itemsize()), n, n}, {}}, t,
@@ -928,6 +930,13 @@ TEST_CASE("PTX instructions: bit manipulation") {
   d = eval("prmt.b32 %r4, %r1, %r2, %r3;\n  cvt.u64.u32 %rd4, %r4;", {0x44332211, 0x44332211, 0x44332211}, {0x88776655, 0x88776655, 0x88776655},
            {0x3210, 0x8765, 0xf765});
   CHECK(d == std::vector<uint64_t>{0x44332211, 0x00887766, 0xff887766});
+  // The other modes take the selector's low two bits: f4e, b4e, rc8, ecl, ecr, rc16.
+  d = eval("prmt.b32.f4e %r4, %r1, %r2, 1;\n  prmt.b32.b4e %r5, %r1, %r2, 1;\n  mov.b64 %rd4, {%r4, %r5};", {0x44332211}, {0x88776655});
+  CHECK(d == std::vector<uint64_t>{0x55443322 | 0x77881122ull << 32});
+  d = eval("prmt.b32.rc8 %r4, %r1, %r2, 2;\n  prmt.b32.ecl %r5, %r1, %r2, 1;\n  mov.b64 %rd4, {%r4, %r5};", {0x44332211}, {0x88776655});
+  CHECK(d == std::vector<uint64_t>{0x33333333 | 0x44332222ull << 32});
+  d = eval("prmt.b32.ecr %r4, %r1, %r2, 1;\n  prmt.b32.rc16 %r5, %r1, %r2, 1;\n  mov.b64 %rd4, {%r4, %r5};", {0x44332211}, {0x88776655});
+  CHECK(d == std::vector<uint64_t>{0x22222211 | 0x44334433ull << 32});
   d = eval("bfind.u32 %r4, %r1;\n  bfind.shiftamt.u32 %r5, %r1;\n  mov.b64 %rd4, {%r4, %r5};", {0, 1, 0x80000000u});
   CHECK(d == std::vector<uint64_t>{0xffffffffffffffffull, 31ull << 32, 31});
   d = eval("and.b32 %r4, %r1, %r2;\n  or.b32 %r5, %r1, %r2;\n  xor.b32 %r5, %r5, %r4;\n  not.b32 %r5, %r5;\n  mov.b64 %rd4, {%r4, %r5};", {0xff00ff00u},
@@ -988,6 +997,8 @@ TEST_CASE("PTX instructions: floating point — rounding modes, f16, NaNs, compa
   CHECK(d == std::vector<uint64_t>{f32(std::nextafter(2.0f / 3.0f, 0.0f)) | f32(2.0f / 3.0f) << 32});
   d = eval("div.rp.f64 %rd4, %rd1, %rd2;", {f64(1.0)}, {f64(3.0)});
   CHECK(d == std::vector<uint64_t>{f64(std::nextafter(1.0 / 3.0, 1.0))});
+  d = eval("fma.rz.f64 %rd4, %rd1, %rd2, %rd3;\n  fma.rn.f64 %rd5, %rd1, %rd2, %rd3;\n  xor.b64 %rd4, %rd4, %rd5;", {f64(1.0 / 3)}, {f64(3.0)}, {f64(0.0)});
+  CHECK(d == std::vector<uint64_t>{f64(std::nextafter(1.0, 0.0)) ^ f64(1.0)});  // (1 - 2^-54) exactly: a tie in rn, down in rz
   d = eval("sqrt.rn.f32 %r4, %r1;\n  rcp.rn.f32 %r5, %r1;\n  mov.b64 %rd4, {%r4, %r5};", {f32(2.0f), f32(-1.0f)});
   CHECK(d == std::vector<uint64_t>{f32(std::sqrt(2.0f)) | f32(0.5f) << 32, 0x7fffffffull | f32(-1.0f) << 32});
   d = eval("sqrt.rm.f64 %rd4, %rd1;", {f64(2.0)});
@@ -1054,6 +1065,42 @@ TEST_CASE("PTX instructions: warp shuffles, votes and atomics") {
            "  selp.u32 %r5, 1, 0, %p2;\n  selp.u32 %r6, 2, 0, %p3;\n  or.b32 %r5, %r5, %r6;\n  mov.b64 %rd4, {%r4, %r5};",
            lanes);
   for (uint64_t i = 0; i < 32; ++i) CHECK(d[i] == (0xfffff800ull | 1ull << 32));  // lanes 11-31; any, not all
+  // A named barrier with a thread count: warp 0 produces and arrives, warp 1 waits and consumes.
+  {
+    Text t;
+    std::vector<uint32_t> out(32, 0);
+    uint64_t po = t.gpu.map(out.data(), 128);
+    prepare(t, kHead + R"(.visible .entry pc(.param .u64 o)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<6>;
+  .shared .align 4 .b8 box[128];
+  ld.param.u64 %rd1, [o];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 31;
+  mul.wide.u32 %rd2, %r2, 4;
+  mov.u64 %rd3, box;
+  add.s64 %rd3, %rd3, %rd2;
+  setp.ge.u32 %p1, %r1, 32;
+  @%p1 bra $CONSUME;
+  mul.lo.s32 %r3, %r1, 5;
+  st.shared.u32 [%rd3], %r3;
+  bar.arrive 1, 64;
+  ret;
+$CONSUME:
+  bar.sync 1, 64;
+  ld.shared.u32 %r4, [%rd3];
+  add.s64 %rd4, %rd1, %rd2;
+  st.global.u32 [%rd4], %r4;
+  ret;
+}
+)",
+            {po}, {1, 1, 1}, {64, 1, 1});
+    nv::PtxRunResult r = run(t);
+    if (r.fault) FAIL(r.fault->message);
+    for (uint32_t i = 0; i < 32; ++i) CHECK(out[i] == i * 5);
+  }
   // Atomics: every lane adds its value to one word; each gets a distinct old value.
   Text t;
   std::vector<uint32_t> counter(1, 0), olds(64, 0);

@@ -1,0 +1,34 @@
+// The silicon suite (tests/silicon): the HCQ conformance suite and the kernel suite on real GPUs. It
+// runs on the devices $UGPU_SILICON_DEVICES names (default: nv) that open here, and exits 77
+// (skipped, with the reason) when none does — the machine has no such GPU.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "drivers/devices.h"
+
+int main(int argc, char** argv) {
+  const char* want = std::getenv("UGPU_SILICON_DEVICES");
+  std::string list = want && *want ? want : "nv", usable;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    std::string name = list.substr(at, comma - at);
+    at = comma + 1;
+    if (name.empty()) continue;
+    try {
+      auto dev = ugpu::drivers::open_device(name);
+      std::printf("silicon: %s: %s, %s\n", name.c_str(), dev->info().arch.c_str(), dev->info().interface.c_str());
+      usable += (usable.empty() ? "" : ",") + name;
+    } catch (const std::exception& e) {
+      std::printf("skipped: no %s here: %s\n", name.c_str(), e.what());
+    }
+  }
+  if (usable.empty()) return 77;
+  // The CPU joins as the last device: the cross-device graph test pairs the first with the last.
+  setenv("UGPU_TEST_DEVICES", (usable + ",cpu").c_str(), 1);
+  doctest::Context ctx(argc, argv);
+  return ctx.run();
+}
