@@ -1,15 +1,20 @@
-// ugpu decode: command packets in readable form, from the same hw/amd tables the driver encodes
-// with and the emulator executes — a hex dump from a file, or what the driver submits for a kernel.
+// ugpu decode: command packets in readable form, from the same hw/amd and hw/nv tables the drivers
+// encode with and the emulators execute — a hex dump from a file, or what a driver submits for a kernel.
 #include "tools/decode.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "codegen/examples.h"
 #include "common/error.h"
 #include "drivers/amd/kfd_device.h"
 #include "drivers/devices.h"
+#include "drivers/nv/nv_device.h"
 #include "hw/amd/packets.h"
+#include "hw/nv/methods.h"
+#include "hw/nv/qmd_launch.h"
 #include "ir/text.h"
 #include "tools/compile.h"
 
@@ -17,12 +22,15 @@ namespace ugpu::tools {
 namespace {
 
 constexpr const char* kDecodeUsage =
-    "usage: ugpu decode [--sdma] FILE|-\n"
+    "usage: ugpu decode [--sdma | --nv | --qmd V] FILE|-\n"
     "       ugpu decode --kernel NAME [--device D]\n"
     "The first form reads dwords written in hex (0x optional; spaces, commas or newlines between them)\n"
-    "and prints one line per PM4 packet (SDMA with --sdma), stopping at the first it cannot decode and\n"
-    "saying why. The second runs a built-in kernel (`ugpu compile --help` lists them) once on an AMD\n"
-    "device (default: emu:amd) and prints the PM4 stream of its dispatch and the SDMA stream of a copy.\n";
+    "and prints one line per PM4 packet (SDMA with --sdma; NVIDIA pushbuffer methods with --nv, taking\n"
+    "ugpu's subchannels: compute on 1, copy on 4; the fields of a QMD of version V = 3, 4 or 5 with\n"
+    "--qmd), stopping at the first it cannot decode and saying why. The second runs a built-in kernel\n"
+    "(`ugpu compile --help` lists them) once on a GPU device (default: emu:amd; emu:nv and nv for NVIDIA)\n"
+    "and prints what the driver submitted: the commands of its launch (PM4, or pushbuffer methods and\n"
+    "the QMD) and those of a copy (SDMA, or copy-engine methods).\n";
 
 std::vector<uint32_t> parse_words(const std::string& text, const std::string& what) {
   std::vector<uint32_t> out;
@@ -60,6 +68,22 @@ int decode_kernel(const std::string& name, const std::string& device) {
   q->wait(dev->timeline(), v - 1).memory_barrier().exec(*prog, args).signal(dev->timeline(), v);
   q->submit();
   dev->synchronize();
+  if (dev->target().rfind("sm_", 0) == 0) {
+    nv::PushSnapshot push = nv::last_submission(*dev, false);
+    std::printf("# %s on %s: the compute channel's pushbuffer (%zu dwords)\n", name.c_str(), dev->name().c_str(), push.words.size());
+    std::fputs(hw::nv::describe_pushbuffer(push.words, hw::nv::kUgpuSubchannels).c_str(), stdout);
+    const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(push.qmd_major);
+    for (const auto& qmd : push.qmds) std::printf("  %s\n", hw::nv::describe_qmd(layout, qmd).c_str());
+    auto cq = dev->copy_queue();
+    uint64_t w = dev->next_timeline();
+    cq->wait(dev->timeline(), w - 1).copy(bufs[0].va, bufs.back().va + 4096, 4096).signal(dev->timeline(), w);
+    cq->submit();
+    dev->synchronize();
+    nv::PushSnapshot copy = nv::last_submission(*dev, true);
+    std::printf("\n# a 4 KiB copy on the copy channel (%zu dwords)\n", copy.words.size());
+    std::fputs(hw::nv::describe_pushbuffer(copy.words, hw::nv::kUgpuSubchannels).c_str(), stdout);
+    return 0;
+  }
   amd::RingSnapshot pm4 = amd::last_submission(*dev, false);
   std::printf("# %s on %s: the compute queue's submission (PM4, %zu dwords)\n", name.c_str(), dev->name().c_str(), pm4.words.size());
   std::fputs(hw::amd::describe_stream(hw::amd::Engine::Pm4, pm4.words).c_str(), stdout);
@@ -77,10 +101,13 @@ int decode_kernel(const std::string& name, const std::string& device) {
 }  // namespace
 
 int decode_command(const std::vector<std::string>& args) {
-  bool sdma = false;
+  bool sdma = false, nvidia = false;
+  int qmd = 0;
   std::string file, kernel, device;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--sdma") sdma = true;
+    else if (args[i] == "--nv") nvidia = true;
+    else if (args[i] == "--qmd" && i + 1 < args.size()) qmd = std::atoi(args[++i].c_str());
     else if (args[i] == "--kernel" && i + 1 < args.size()) kernel = args[++i];
     else if (args[i] == "--device" && i + 1 < args.size()) device = args[++i];
     else if (args[i] == "--help" || args[i] == "-h") return std::fputs(kDecodeUsage, stdout), 0;
@@ -90,6 +117,18 @@ int decode_command(const std::vector<std::string>& args) {
   if (!kernel.empty()) return decode_kernel(kernel, device);
   if (file.empty()) return std::fputs(kDecodeUsage, stderr), 2;
   std::vector<uint32_t> words = parse_words(read_input(file), file);
+  if (qmd) {
+    const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(static_cast<unsigned>(qmd));
+    words.resize(std::max<size_t>(words.size(), layout.bytes / 4));
+    std::printf("%s\n", hw::nv::describe_qmd(layout, words).c_str());
+    hw::nv::decode_qmd(layout, words);  // throws, naming the field, for a QMD a GPU would not launch
+    return 0;
+  }
+  if (nvidia) {
+    std::string text = hw::nv::describe_pushbuffer(words, hw::nv::kUgpuSubchannels);
+    std::fputs(text.c_str(), stdout);
+    return text.find("  error: ") != std::string::npos ? 1 : 0;
+  }
   std::string text = hw::amd::describe_stream(sdma ? hw::amd::Engine::Sdma : hw::amd::Engine::Pm4, words);
   std::fputs(text.c_str(), stdout);
   return text.find("  <") != std::string::npos ? 1 : 0;  // an undecodable packet is an error exit
