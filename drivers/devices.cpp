@@ -73,7 +73,8 @@ std::unique_ptr<hcq::Device> open_device(const std::string& name) {
 DefaultDevice default_device() {
   if (const char* e = std::getenv("UGPU_DEVICE"); e && *e) return {e, "chosen by UGPU_DEVICE"};
   if (hcq::posix_os().exists("/dev/kfd")) return {"amd:kfd", "an AMD GPU was found (/dev/kfd)"};
-  return {"emu:amd", "no GPU was found (no /dev/kfd), so the emulated AMD GPU runs it"};
+  if (hcq::posix_os().exists("/dev/nvidiactl")) return {"nv", "an NVIDIA GPU was found (/dev/nvidiactl)"};
+  return {"emu:amd", "no GPU was found (no /dev/kfd, no /dev/nvidiactl), so the emulated AMD GPU runs it"};
 }
 
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name) {
