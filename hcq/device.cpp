@@ -38,7 +38,7 @@ Device::~Device() { close_memory(); }
 void Device::use_signal_memory(std::function<Buffer(size_t)> page) {
   pool_ = SignalPool::create([page = std::move(page)] {
     Buffer b = page(4096);
-    return std::pair<void*, std::shared_ptr<void>>(b.host, b.owner);
+    return SignalPool::Page{b.host, b.owner, b.va};
   });
   timeline_ = pool_->make(0);
   shadow_ = pool_->make(0);

@@ -10,15 +10,18 @@ Signal::~Signal() {
 
 SignalRef SignalPool::make(uint64_t initial) {
   SignalSlot* s;
+  int64_t delta;
   {
     std::lock_guard lock(mu_);
     if (free_.empty()) {
       constexpr size_t kPerPage = 4096 / sizeof(SignalSlot);
       SignalSlot* slots;
       if (page_) {
-        auto [mem, owner] = page_();
-        slots = new (mem) SignalSlot[kPerPage];  // the slots' atomics start their lifetime in device memory
-        pages_.push_back(std::move(owner));
+        Page p = page_();
+        slots = new (p.host) SignalSlot[kPerPage];  // the slots' atomics start their lifetime in device memory
+        pages_.push_back(std::move(p.owner));
+        if (p.device && p.device != reinterpret_cast<uint64_t>(p.host))
+          deltas_.push_back({reinterpret_cast<uintptr_t>(p.host), static_cast<int64_t>(p.device - reinterpret_cast<uint64_t>(p.host))});
       } else {
         auto host = std::shared_ptr<SignalSlot[]>(new SignalSlot[kPerPage]);
         slots = host.get();
@@ -28,10 +31,18 @@ SignalRef SignalPool::make(uint64_t initial) {
     }
     s = free_.back();
     free_.pop_back();
+    delta = delta_of(s);
   }
   s->value.store(initial, std::memory_order_release);
   s->timestamp.store(0, std::memory_order_release);
-  return std::make_shared<Signal>(s, shared_from_this());
+  return std::make_shared<Signal>(s, shared_from_this(), delta);
+}
+
+int64_t SignalPool::delta_of(const SignalSlot* s) const {  // mu_ held
+  auto at = reinterpret_cast<uintptr_t>(s);
+  for (const auto& [page, delta] : deltas_)
+    if (at - page < 4096) return delta;
+  return 0;
 }
 
 size_t SignalPool::free_slots() const {

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -154,6 +155,12 @@ class NvDevice : public hcq::Device {
   std::mutex copy_mu_;
   std::shared_ptr<hcq::Program> copy_program_;
   std::atomic<bool> channels_live_{true};
+  struct CommandVa {
+    std::mutex mu;
+    std::map<const void*, uint64_t> va;
+  };
+  std::shared_ptr<CommandVa> command_va_ = std::make_shared<CommandVa>();
+  uint64_t command_address(const uint32_t* host) const;
 };
 
 }  // namespace ugpu::nv

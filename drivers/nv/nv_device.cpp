@@ -283,7 +283,22 @@ hcq::Buffer NvDevice::alloc_staging(size_t bytes) {
 
 std::shared_ptr<uint32_t[]> NvDevice::command_memory(size_t dwords) {
   hcq::Buffer b = alloc(std::max<size_t>(dwords, 1) * 4);
-  return std::shared_ptr<uint32_t[]>(b.owner, static_cast<uint32_t*>(b.host));
+  // A bound queue knows its commands by their host address; the GPFIFO entry needs the GPU's.
+  {
+    std::lock_guard lock(command_va_->mu);
+    command_va_->va[b.host] = b.va;
+  }
+  return std::shared_ptr<uint32_t[]>(static_cast<uint32_t*>(b.host), [owner = b.owner, map = command_va_](uint32_t* p) {
+    std::lock_guard lock(map->mu);
+    map->va.erase(p);
+  });
+}
+
+uint64_t NvDevice::command_address(const uint32_t* host) const {
+  std::lock_guard lock(command_va_->mu);
+  auto it = command_va_->va.find(host);
+  if (it == command_va_->va.end()) throw Error(name() + ": a bound queue's commands are not in this device's command memory");
+  return it->second;
 }
 
 uint64_t NvDevice::submit_commands(hcq::HWQueue& hq) {
@@ -334,7 +349,7 @@ uint64_t NvDevice::submit_commands(hcq::HWQueue& hq) {
           c.gpfifo[c.gp_written % c.entries] = m::encode_gp_entry({va, static_cast<uint32_t>(dwords)});
           ++c.gp_written;
         };
-        if (bound) put_entry(reinterpret_cast<uint64_t>(cmds.data()), cmds.size());
+        if (bound) put_entry(command_address(cmds.data()), cmds.size());
         put_entry(seg_va, n);
         // Snapshot for tests and `ugpu decode --nv`.
         c.last.words.assign(cmds.begin(), cmds.end());

@@ -60,6 +60,17 @@ std::shared_ptr<Rm> Rm::open(std::shared_ptr<hcq::Os> os, const std::string& nam
   if (!r->abi)
     throw Error(name + ": NVIDIA driver " + r->version + " is not supported: ugpu has the RM struct layouts of the branches " +
                 rm::kSupportedBranches + " (install a 570 or newer driver)");
+  // Is the GPU window free for CPU mappings here? Probe a few spread addresses.
+  r->unified = false;
+  for (uint64_t at = kVaBase; at < kVaEnd && !r->unified; at += (kVaEnd - kVaBase) / 8) {
+    try {
+      void* p = r->os->mmap(reinterpret_cast<void*>(at), kSmallPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      r->unified = p == reinterpret_cast<void*>(at);
+      r->os->munmap(p, kSmallPage);
+    } catch (const hcq::OsError& e) {
+      if (e.err() != EEXIST) throw;
+    }
+  }
   r->uvm = hcq::Fd(*r->os, "/dev/nvidia-uvm", O_RDWR);
   r->uvm_mm = hcq::Fd(*r->os, "/dev/nvidia-uvm", O_RDWR);
   rm::UVM_INITIALIZE_PARAMS init{};
@@ -137,6 +148,7 @@ uint64_t Rm::reserve(uint64_t size, uint64_t align) {
       va = va_window().ranges.alloc(size, align);
     }
     if (!va) throw RmError(rm::NV_ERR_NO_MEMORY, name + ": no room for " + std::to_string(size) + " bytes in the GPU address window below 1 TiB");
+    if (!unified) return *va;  // GPU address only: the CPU mapping goes elsewhere
     void* want = reinterpret_cast<void*>(*va);
     void* got = nullptr;
     try {
@@ -158,8 +170,8 @@ uint64_t Rm::reserve_va(uint64_t size) {
   return *va;
 }
 
-void Rm::release(uint64_t va, uint64_t size) {
-  os->munmap(reinterpret_cast<void*>(va), size);
+void Rm::release(uint64_t va, uint64_t size, void* host) {
+  if (host) os->munmap(host, size);
   std::lock_guard lock(va_window().mu);
   va_window().ranges.free(va);
 }
@@ -208,31 +220,37 @@ std::shared_ptr<Rm::Memory> Rm::alloc_memory(uint64_t size, Where where, bool wr
       });
     }
     if (rm_object) free(device, m->handle);
-    release(m->va, m->size);
+    release(m->va, m->size, unified ? at : m->host);
   };
   try {
     m->handle = new_handle();
     if (where == Where::Host) {
       // The process's own pages: shared anonymous memory in place of the reservation, described to RM.
-      os->munmap(at, size);
-      void* got = os->mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-      if (got != at) {
-        os->munmap(got, size);
-        throw Error(name + ": host memory for the GPU could not be placed at " + hex(m->va));
+      void* got;
+      if (unified) {
+        os->munmap(at, size);
+        got = os->mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (got != at) {
+          os->munmap(got, size);
+          os->mmap(at, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);  // the range undo releases
+          throw Error(name + ": host memory for the GPU could not be placed at " + hex(m->va));
+        }
+      } else {
+        got = os->mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
       }
+      m->host = got;
       rm::nv_ioctl_nvos02_parameters_with_fd p{};
       p.params.hRoot = root, p.params.hObjectParent = device, p.params.hObjectNew = m->handle;
       p.params.hClass = rm::NV01_MEMORY_SYSTEM_OS_DESCRIPTOR;
       p.params.flags = rm::NVOS02_FLAGS_PHYSICALITY.num(rm::NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS) |
                        rm::NVOS02_FLAGS_COHERENCY.num(rm::NVOS02_FLAGS_COHERENCY_CACHED) | rm::NVOS02_FLAGS_MAPPING.num(rm::NVOS02_FLAGS_MAPPING_NO_MAP);
-      p.params.pMemory = m->va;
+      p.params.pMemory = reinterpret_cast<uint64_t>(m->host);
       p.params.limit = size - 1;
       p.fd = -1;
       int r = os->ioctl(dev.get(), rm::rm_ioctl(rm::NV_ESC_RM_ALLOC_MEMORY, sizeof p), &p);
       if (r < 0) hcq::check_ioctl(r, "NV_ESC_RM_ALLOC_MEMORY on " + dev_path + " (" + name + ")");
       if (p.params.status != rm::NV_OK) fail(p.params.status, "RM_ALLOC_MEMORY of " + std::to_string(size) + " bytes of host memory");
       rm_object = true;
-      m->host = at;
     } else {
       const bool vid = where == Where::Vidmem;
       rm::NV_MEMORY_ALLOCATION_PARAMS a{};
@@ -262,7 +280,7 @@ std::shared_ptr<Rm::Memory> Rm::alloc_memory(uint64_t size, Where where, bool wr
       int r = os->ioctl(ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_MAP_MEMORY, sizeof p), &p);
       if (r < 0) hcq::check_ioctl(r, "NV_ESC_RM_MAP_MEMORY on /dev/nvidiactl (" + name + ")");
       if (p.params.status != rm::NV_OK) fail(p.params.status, "RM_MAP_MEMORY of " + std::to_string(size) + " bytes");
-      m->host = os->mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd.get(), 0);
+      m->host = os->mmap(unified ? at : nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | (unified ? MAP_FIXED : 0), fd.get(), 0);
     }
     map_to_gpu(*m, page);
     gpu_mapped = true;
@@ -279,7 +297,7 @@ std::shared_ptr<Rm::Memory> Rm::alloc_memory(uint64_t size, Where where, bool wr
       r->os->ioctl(r->uvm.get(), rm::UVM_FREE, &f);
     });
     r->free(r->device, m->handle);
-    r->release(m->va, m->size);
+    r->release(m->va, m->size, m->host);
   });
 }
 

@@ -59,11 +59,15 @@ struct Rm : std::enable_shared_from_this<Rm> {
     Where where = Where::Vidmem;
   };
   std::shared_ptr<Memory> alloc_memory(uint64_t size, Where where, bool write_combined = false);
+  // Whether CPU mappings sit at the GPU address. They cannot where the window below 1 TiB is not free
+  // in this process (AddressSanitizer keeps its shadow there): then the CPU mapping goes wherever the
+  // kernel puts it and `Memory::host` differs from `va`.
+  bool unified = true;
   uint64_t reserve_va(uint64_t size);  // GPU address space only (UVM_REGISTER_CHANNEL's range)
 
  private:
   uint64_t reserve(uint64_t size, uint64_t align);  // a VA with a PROT_NONE reservation there
-  void release(uint64_t va, uint64_t size);
+  void release(uint64_t va, uint64_t size, void* host);  // the GPU range, and the CPU mapping (or reservation) at host
   void map_to_gpu(const Memory& m, uint64_t page);
   int fresh_fd(bool control);  // a new fd to map one allocation through (registered with ctl)
   uint32_t next_handle_ = 0x1001;

@@ -296,7 +296,11 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
   fifo_.ptx_instructions += r.instructions;
   if (r.fault) {
     if (r.fault->kind == PtxFault::Kind::Interrupted) return false;
-    if (r.fault->kind == PtxFault::Kind::Memory) return mmu_fault(r.fault->address, r.fault->access, "kernel " + entry->name + ": " + r.fault->message);
+    // An unmapped global (or constant-bank) address is an MMU fault; a misaligned access or one past
+    // the block's shared or the thread's local memory is an SM exception, as on hardware.
+    const PtxFault& f = *r.fault;
+    if (f.kind == PtxFault::Kind::Memory && (f.space == "global" || f.space == "param") && f.message.find("misaligned") == std::string::npos)
+      return mmu_fault(f.address, f.access, "kernel " + entry->name + ": " + f.message);
     notify_error(kRcGrException);
     faulted_ = true;
     if (fifo_.on_channel_error) fifo_.on_channel_error(s_.name, "graphics exception in kernel " + entry->name + ": " + r.fault->message);

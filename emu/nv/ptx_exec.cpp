@@ -27,6 +27,10 @@ std::array<uint32_t, 3> thread_of(const Block& b, uint32_t linear) {
   return {linear % n[0], linear / n[0] % n[1], linear / (n[0] * n[1])};
 }
 
+std::string where(const PtxFault& f) {
+  return " by block " + triple(f.block) + " thread " + triple(f.thread) + " at PTX line " + std::to_string(f.line) + ": " + f.instruction;
+}
+
 }  // namespace
 
 PtxFault make_fault(Warp& w, const Inst& in, int lane, PtxFault::Kind kind) {
@@ -40,10 +44,6 @@ PtxFault make_fault(Warp& w, const Inst& in, int lane, PtxFault::Kind kind) {
   f.line = in.line;
   f.instruction = i < b.code->text.size() ? b.code->text[i] : std::string();
   return f;
-}
-
-std::string where(const PtxFault& f) {
-  return " by block " + triple(f.block) + " thread " + triple(f.thread) + " at PTX line " + std::to_string(f.line) + ": " + f.instruction;
 }
 
 void memory_fault(Warp& w, const Inst& in, int lane, uint64_t address, unsigned bytes, Access access, Space space, const std::string& why) {

@@ -313,7 +313,7 @@ constexpr uint32_t kFalsePred = 0, kTruePred = 1, kFirstPred = 2;
 
 class Parser {
  public:
-  explicit Parser(std::string_view src) : src_(src), toks_(lex(src)) {}
+  explicit Parser(std::string_view src) : toks_(lex(src)) {}
 
   std::shared_ptr<PtxModule> module() {
     auto mod = std::make_shared<PtxModule>();
@@ -438,6 +438,7 @@ class Parser {
       v.offset = align;  // the alignment, until the static size is known
     } else {
       v.offset = align_up(cursor, align);
+      if (v.offset + count * elem > (uint64_t{1} << 31)) fail(n.line, "the " + std::string(name(space)) + " variables are too large");
       cursor = v.offset + static_cast<uint32_t>(count * elem);
       if (space == Space::Shared && dynamic_used_) fail(n.line, "static .shared variables must be declared before dynamic shared memory is used");
     }
@@ -512,7 +513,6 @@ class Parser {
     code_.name = e.name;
     regs_.clear();
     consts_.clear();
-    specials_.clear();
     labels_.clear();
     fixups_.clear();
     temps_ = 0;
@@ -1436,7 +1436,6 @@ class Parser {
     bind(in, op, true);
   }
 
-  std::string_view src_;
   std::vector<Tok> toks_;
   size_t pos_ = 0;
   int last_line_ = 0;
@@ -1449,7 +1448,6 @@ class Parser {
   Code code_;
   std::unordered_map<std::string, Reg> regs_;
   std::unordered_map<uint64_t, uint32_t> consts_;
-  std::unordered_map<std::string, uint32_t> specials_;
   std::unordered_map<std::string, uint32_t> labels_;
   struct Fixup {
     uint32_t inst;

@@ -605,11 +605,16 @@ TEST_CASE("PTX parser and executor: mutated kernels are refused with an Error or
   for (int iter = 0; iter < 600; ++iter) {
     std::string t = texts[static_cast<size_t>(iter) % texts.size()];
     for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
+      if (t.size() < 2) break;
       size_t at = rng() % t.size();
       switch (rng() % 5) {
         case 0: t.erase(at, 1 + rng() % 12); break;
-        case 1: t[at] = "%{}[];,.0123456789abcdefxrp-+!@_ \n"[rng() % 35]; break;
-        case 2: t.insert(at, t.substr(rng() % t.size(), rng() % 40)); break;
+        case 1: t[at] = "%{}[];,.0123456789abcdefxrp-+!@_ \n"[rng() % 34]; break;
+        case 2: {
+          const size_t from = rng() % t.size(), len = rng() % 40;
+          t.insert(at, t.substr(from, len));
+          break;
+        }
         case 3: {  // a digit changed: other registers, offsets, immediates
           size_t d = t.find_first_of("0123456789", at);
           if (d != std::string::npos) t[d] = static_cast<char>('0' + rng() % 10);
@@ -620,7 +625,7 @@ TEST_CASE("PTX parser and executor: mutated kernels are refused with an Error or
           if (a == std::string::npos || b == std::string::npos) break;
           std::string line = t.substr(a, b - a);
           t.erase(a, b - a);
-          size_t to = t.find('\n', rng() % t.size());
+          size_t to = t.empty() ? std::string::npos : t.find('\n', rng() % t.size());
           if (to != std::string::npos) t.insert(to, line);
           break;
         }
