@@ -35,13 +35,16 @@ uint64_t FifoContext::timestamp_ns() {
 
 Channel::Channel(FifoContext& fifo, ChannelSetup s) : fifo_(fifo), s_(std::move(s)) { thread_ = std::thread([this] { loop(); }); }
 
-Channel::~Channel() {
+Channel::~Channel() { stop(); }
+
+void Channel::stop() {
   stop_ = true;
   {
     std::lock_guard lock(mu_);
     cv_.notify_all();
   }
-  thread_.join();
+  std::lock_guard join(join_mu_);
+  if (thread_.joinable()) thread_.join();
 }
 
 void Channel::add_object(uint32_t cls) {
@@ -99,7 +102,7 @@ bool Channel::run_entry(uint64_t raw, uint32_t index) {
   MethodWrite w;
   while (r.next(w)) {
     ++fifo_.methods;
-    where_ = "GPFIFO entry " + std::to_string(index) + ", pushbuffer " + hex(e.address) + " dword " + std::to_string(w.dword);
+    at_ = {index, e.address, w.dword, 0};
     if (!method(w, e.address)) return false;
     if (stop_) return false;
   }
@@ -235,7 +238,7 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
   } catch (const Error& e) {
     return fault("QMD at " + hex(qmd_address) + ": " + e.what());
   }
-  where_ += ", QMD at " + hex(qmd_address);
+  at_.qmd = qmd_address;
   // The program image: PTX text at program_address (the emulated GPU's stand-in for SASS).
   auto it = programs_.find(l.program_address);
   std::shared_ptr<const PtxModule> module;
@@ -301,9 +304,9 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
     const PtxFault& f = *r.fault;
     if (f.kind == PtxFault::Kind::Memory && (f.space == "global" || f.space == "param") && f.message.find("misaligned") == std::string::npos)
       return mmu_fault(f.address, f.access, "kernel " + entry->name + ": " + f.message);
-    notify_error(kRcGrException);
     faulted_ = true;
-    if (fifo_.on_channel_error) fifo_.on_channel_error(s_.name, "graphics exception in kernel " + entry->name + ": " + r.fault->message);
+    if (fifo_.on_channel_error) fifo_.on_channel_error(s_.name, "graphics exception in kernel " + entry->name + ": " + r.fault->message + where());
+    notify_error(kRcGrException);
     return false;
   }
   for (const auto& rel : l.releases) {
@@ -414,19 +417,27 @@ void Channel::notify_error(uint32_t rc_error) {
   __atomic_store_n(reinterpret_cast<uint16_t*>(n + 14), kNotificationError, __ATOMIC_RELEASE);
 }
 
+std::string Channel::where() const {
+  if (!at_.segment) return "";
+  return " (GPFIFO entry " + std::to_string(at_.entry) + ", pushbuffer " + hex(at_.segment) + " dword " + std::to_string(at_.dword) +
+         (at_.qmd ? ", QMD at " + hex(at_.qmd) : std::string()) + ")";
+}
+
+// The report is recorded (the fault info the debugger object reads) before the error notifier is
+// written: a driver that sees the notifier finds the fault's details.
 bool Channel::fault(const std::string& message) {
   faulted_ = true;
+  if (fifo_.on_channel_error) fifo_.on_channel_error(s_.name, message + where());
   notify_error(kRcPbdmaError);
-  if (fifo_.on_channel_error) fifo_.on_channel_error(s_.name, message + (where_.empty() ? "" : " (" + where_ + ")"));
   return false;
 }
 
 bool Channel::mmu_fault(uint64_t address, Access access, const std::string& what) {
   faulted_ = true;
-  notify_error(kRcMmuFault);
   if (fifo_.on_mmu_fault)
     fifo_.on_mmu_fault(s_.name, address, access,
-                       "MMU fault: " + std::string(name(access)) + " at " + hex(address) + " (not mapped) by " + what + (where_.empty() ? "" : " (" + where_ + ")"));
+                       "MMU fault: " + std::string(name(access)) + " at " + hex(address) + " (not mapped) by " + what + where());
+  notify_error(kRcMmuFault);
   return false;
 }
 

@@ -51,7 +51,10 @@ struct ChannelSetup {
 class Channel {
  public:
   Channel(FifoContext& fifo, ChannelSetup s);
-  ~Channel();  // stops the channel (a running kernel is interrupted) and joins its thread
+  ~Channel();  // stop()
+  // Stops the channel (a running kernel is interrupted) and joins its thread: after it returns the
+  // channel touches no memory, even while someone still holds the object (RM freeing the channel).
+  void stop();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
 
@@ -91,12 +94,19 @@ class Channel {
   // Method state: host semaphore, compute and copy registers, by method address.
   std::map<uint32_t, uint32_t> host_, compute_, copy_;
   std::map<uint64_t, std::shared_ptr<const PtxModule>> programs_;  // the instruction cache
-  std::string where_;  // the method being executed, for messages
+  struct Location {  // the method being executed, turned into text only for a message
+    uint32_t entry = 0;
+    uint64_t segment = 0;
+    uint32_t dword = 0;
+    uint64_t qmd = 0;
+  } at_;
+  std::string where() const;
   uint32_t gp_get_ = 0;
   std::atomic<bool> stop_{false}, enabled_{true}, faulted_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t kicks_ = 0;
+  std::mutex join_mu_;
   std::thread thread_;
 };
 

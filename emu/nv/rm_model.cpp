@@ -193,6 +193,7 @@ struct Card : NvGpu, std::enable_shared_from_this<Card> {
     it = objs.find(handle);
     Object& o = it->second;
     if (o.kind == Kind::Memory && o.memory) memory.release(o.memory);
+    if (o.kind == Kind::Channel) o.channel->stop();  // before its USERD and ring memory can go
     if (o.kind == Kind::Channel)
       for (auto c = channels.begin(); c != channels.end(); ++c)
         if (c->second == o.channel) {
