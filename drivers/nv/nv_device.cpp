@@ -67,6 +67,9 @@ uint64_t Channel::gp_read() const {
 }
 
 NvDevice::NvDevice(std::shared_ptr<hcq::Os> os, const NvOptions& o) : Device(o.name), ptx_images_(o.ptx_images), opts_(o) {
+  // A launch's argument block holds constant bank 0 (0x210 bytes of driver words on sm_90 before the
+  // parameters) and its QMD: about 1 KiB, so the kernarg ring is 16 MiB, not the default 1 MiB.
+  set_kernarg_ring_size(16u << 20);
   rm_ = Rm::open(std::move(os), o.name);
   Rm& r = *rm_;
   // The card, its /dev/nvidiaN, and the RM device tree.

@@ -312,3 +312,23 @@ TEST_CASE("nv: where the address window below 1 TiB is taken (as AddressSanitize
   }
   if (ours) ::munmap(block, size);
 }
+
+TEST_CASE("nv: large buffers get large pages, and freed memory returns its GPU mapping, VRAM and address range") {
+  EmuSystem sys;
+  auto dev = sys.open();
+  const auto before = sys.gpu->stats();
+  uint64_t first = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<hcq::Buffer> bufs;
+    for (int i = 0; i < 4; ++i) bufs.push_back(dev->alloc(size_t{64} << 20));
+    for (const auto& b : bufs) CHECK(b.va % (2u << 20) == 0);  // 2 MiB pages from 8 MiB up
+    CHECK(sys.gpu->stats().vram_used >= before.vram_used + (uint64_t{256} << 20));
+    if (round == 0) first = bufs[0].va;
+    else CHECK(bufs[0].va == first);  // the same range again: freeing returned it
+    bufs.clear();
+    dev->synchronize();
+    dev->trim();  // hand the cached buffers back to the driver
+    CHECK(sys.gpu->stats().vram_used == before.vram_used);
+    CHECK(sys.gpu->stats().gpu_mappings == before.gpu_mappings);
+  }
+}
