@@ -42,6 +42,7 @@ class NvProgram : public hcq::Program {
   uint32_t local_bytes = 0;   // shader local memory per thread (0: none)
   uint32_t registers = 0;
   hw::nv::QmdLaunch launch;   // everything but the grid, the block and constant bank 0
+  std::vector<uint32_t> qmd_template;  // `launch` encoded once; a launch patches in its grid, block and bank 0
   std::optional<codegen::LaunchDims> fixed_dims;  // when the launch geometry depends on no variable
 };
 

@@ -106,6 +106,8 @@ NvProgram::NvProgram(NvDevice& dev, std::shared_ptr<const codegen::CompiledKerne
   launch.local_high_bytes = local_bytes;
   launch.sass_version = dev.sass_version();
   for (const auto& [bank, where] : banks) launch.cbanks[bank] = {true, code.va + where.first, static_cast<uint32_t>(where.second)};
+  qmd_template.assign(dev.qmd_layout().bytes / 4, 0);
+  hw::nv::encode_qmd(dev.qmd_layout(), launch, qmd_template);
 }
 
 }  // namespace ugpu::nv

@@ -74,22 +74,27 @@ class ComputeQueue final : public NvQueueBase {
     auto* qmd = reinterpret_cast<uint32_t*>(bytes + (qmd_va - k.va));
     const m::QmdLayout& layout = dev_.qmd_layout();
     // Launch geometry from the arguments as recorded (a variable's dimension keeps its recorded value).
-    std::vector<int64_t> vars;
-    for (size_t i = static_cast<size_t>(p.buffers); i < p.arg_layout.size(); ++i) {
-      int64_t v = 0;
-      std::memcpy(&v, bytes + p.arg_layout[i].offset, p.arg_layout[i].bytes);
-      if (p.arg_layout[i].bytes == 4) v = static_cast<int32_t>(v);
-      vars.push_back(v);
+    codegen::LaunchDims d;
+    if (p.fixed_dims) {
+      d = *p.fixed_dims;
+    } else {
+      std::vector<int64_t> vars;
+      for (size_t i = static_cast<size_t>(p.buffers); i < p.arg_layout.size(); ++i) {
+        int64_t v = 0;
+        std::memcpy(&v, bytes + p.arg_layout[i].offset, p.arg_layout[i].bytes);
+        if (p.arg_layout[i].bytes == 4) v = static_cast<int32_t>(v);
+        vars.push_back(v);
+      }
+      d = codegen::launch_dims(p.kernel->kernel, vars);
     }
-    codegen::LaunchDims d = p.fixed_dims ? *p.fixed_dims : codegen::launch_dims(p.kernel->kernel, vars);
-    m::QmdLaunch l = p.launch;
-    for (int i = 0; i < 3; ++i) {
-      l.grid[i] = static_cast<uint32_t>(d.global[i]);
-      l.block[i] = static_cast<uint32_t>(d.local[i]);
-    }
+    std::array<uint32_t, 3> grid, block;
+    for (int i = 0; i < 3; ++i) grid[i] = static_cast<uint32_t>(d.global[i]), block[i] = static_cast<uint32_t>(d.local[i]);
     if (d.local[0] * d.local[1] * d.local[2] > 1024) throw Error("kernel " + p.name + ": a block of more than 1024 threads");
-    l.cbanks[0] = {true, k.va, p.cbank0_bytes};
-    m::encode_qmd(layout, l, std::span<uint32_t>(qmd, layout.bytes / 4));
+    if (uint64_t{p.registers} * d.local[0] * d.local[1] * d.local[2] > 65536)
+      throw Error("kernel " + p.name + ": " + std::to_string(p.registers) + " registers per thread do not fit a block of " +
+                  std::to_string(d.local[0] * d.local[1] * d.local[2]) + " threads (65536 per SM)");
+    std::memcpy(qmd, p.qmd_template.data(), layout.bytes);
+    m::qmd_set_launch(layout, std::span<uint32_t>(qmd, layout.bytes / 4), grid, block, k.va, p.cbank0_bytes);
     qmds.push_back(qmd);
     if (p.local_bytes) {
       // Shader local memory for this kernel: the channel's SLM buffer, grown when it needs more.

@@ -196,6 +196,48 @@ void encode_qmd(const QmdLayout& l, const QmdLaunch& q, std::span<uint32_t> word
   if (q.dependent.enable) qmd_set_dependent(l, words, q.dependent.qmd_address);
 }
 
+namespace {
+struct LaunchFields {
+  const QmdField *grid[3], *block[3], *cb_valid, *cb_lower, *cb_upper, *cb_size;
+  unsigned cb_shift;
+};
+const LaunchFields& launch_fields(const QmdLayout& l) {
+  auto make = [](const QmdLayout& l) {
+    const Names& n = names(l);
+    LaunchFields f{};
+    for (int i = 0; i < 3; ++i) f.grid[i] = &field(l, n.grid[i]), f.block[i] = &field(l, "cta_thread_dimension" + std::to_string(i));
+    f.cb_valid = &field(l, "constant_buffer_valid_0");
+    f.cb_lower = &field(l, fmt(n.cb_lower, 0));
+    f.cb_upper = &field(l, fmt(n.cb_upper, 0));
+    f.cb_size = &field(l, "constant_buffer_size_shifted4_0");
+    f.cb_shift = n.cb_shift;
+    return f;
+  };
+  static const LaunchFields v3 = make(kQmdV03_00), v4 = make(kQmdV04_00), v5 = make(kQmdV05_00);
+  return l.major == 3 ? v3 : l.major == 4 ? v4 : v5;
+}
+}  // namespace
+
+void qmd_set_launch(const QmdLayout& l, std::span<uint32_t> words, const std::array<uint32_t, 3>& grid, const std::array<uint32_t, 3>& block,
+                    uint64_t cbank0_address, uint32_t cbank0_size) {
+  const LaunchFields& f = launch_fields(l);
+  auto set = [&](const QmdField& field, uint64_t v, const char* what) {
+    if (v > 0xffffffffu || !qmd_set(words, field, static_cast<uint32_t>(v)))
+      throw Error(std::string("QMD ") + l.name + ": " + hex(v) + " does not fit " + field.name + " (" + what + ")");
+  };
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || block[i] == 0) throw Error("QMD: a launch of zero CTAs or zero threads in dimension " + std::to_string(i));
+    set(*f.grid[i], grid[i], "grid");
+    set(*f.block[i], block[i], "block");
+  }
+  if (cbank0_address & ((uint64_t{1} << f.cb_shift) - 1))
+    throw Error(std::string("QMD ") + l.name + ": constant buffer address " + hex(cbank0_address) + " is not a multiple of " + std::to_string(1u << f.cb_shift));
+  set(*f.cb_valid, 1, "constant buffer 0");
+  set(*f.cb_lower, (cbank0_address >> f.cb_shift) & 0xffffffffu, "constant buffer 0 address");
+  set(*f.cb_upper, cbank0_address >> f.cb_shift >> 32, "constant buffer 0 address");
+  set(*f.cb_size, (uint64_t{cbank0_size} + 15) / 16, "constant buffer 0 size");
+}
+
 void qmd_set_dependent(const QmdLayout& l, std::span<uint32_t> words, uint64_t next_qmd) {
   const Names& n = names(l);
   if (next_qmd % 256 || next_qmd >> 40) throw Error("QMD chaining: the next QMD at " + hex(next_qmd) + " must be 256-byte aligned and below 2^40");

@@ -63,6 +63,12 @@ void encode_qmd(const QmdLayout& layout, const QmdLaunch& l, std::span<uint32_t>
 QmdLaunch decode_qmd(const QmdLayout& layout, std::span<const uint32_t> words);
 std::string describe_qmd(const QmdLayout& layout, std::span<const uint32_t> words);  // one "name=value" per non-zero field
 
+// What changes between launches of one program — the grid, the block and constant bank 0 — written
+// into a copy of a QMD encoded once (encode_qmd of the program's fields): the driver's per-launch path.
+// Field lookups are resolved once per layout. Throws Error like encode_qmd for values that do not fit.
+void qmd_set_launch(const QmdLayout& layout, std::span<uint32_t> words, const std::array<uint32_t, 3>& grid,
+                    const std::array<uint32_t, 3>& block, uint64_t cbank0_address, uint32_t cbank0_size);
+
 // Points a QMD at the one to start when it completes (QMD chaining): dependent QMD 0, SCHEDULE.
 void qmd_set_dependent(const QmdLayout& layout, std::span<uint32_t> words, uint64_t next_qmd);
 
