@@ -96,6 +96,21 @@ void Device::wait(const Signal& s, uint64_t value, const std::string& what, std:
   }
 }
 
+void Device::wait_consumed(uint64_t position) {
+  if (consumed(position)) return;
+  auto deadline = std::chrono::steady_clock::now() + default_timeout();
+  for (int spin = 0; !consumed(position); ++spin) {
+    check_usable();
+    if (spin < 256) continue;
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail("timeout waiting for a submission to finish");
+      throw Timeout(name_ + ": a submission did not finish within " + std::to_string(default_timeout().count()) + " ms (" +
+                    work_in_flight() + "); the device is marked failed");
+    }
+    sleep_for_progress(std::chrono::milliseconds(1));
+  }
+}
+
 void Device::synchronize() {
   check_usable();
   wait(*timeline_, next_ - 1, "synchronize");

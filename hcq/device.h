@@ -151,8 +151,11 @@ class Device {
   // takes to wait until the device has finished reading (and executing) that submission. Positions
   // of one ring grow; a device with several rings tells them apart inside the position.
   virtual uint64_t submit_commands(HWQueue& q) = 0;
-  virtual void wait_consumed(uint64_t position) = 0;
   virtual bool consumed(uint64_t position) const = 0;
+  // Waits until consumed(position), sleeping on progress; after the wait timeout the device fails
+  // and Timeout names work_in_flight().
+  virtual void wait_consumed(uint64_t position);
+  virtual std::string work_in_flight() { return "the submitted work"; }  // "kernel NAME", for messages
   // Keeps `what` (argument or command memory of a queue that is gone) until the device has consumed
   // the ring up to `position`.
   void keep_until(uint64_t position, std::shared_ptr<void> what);

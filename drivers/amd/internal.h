@@ -100,8 +100,8 @@ class KfdDevice : public hcq::Device {
   std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;
   uint64_t clock_hz() const override { return 100'000'000; }
   uint64_t submit_commands(hcq::HWQueue& q) override;
-  void wait_consumed(uint64_t position) override;
   bool consumed(uint64_t position) const override;
+  std::string work_in_flight() override;
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
 
   // Used by queues and programs.
@@ -126,7 +126,6 @@ class KfdDevice : public hcq::Device {
  private:
   std::unique_ptr<Ring> create_ring(bool sdma, size_t bytes);
   void check_exceptions();  // turns a signalled memory / hardware exception event into fail()
-  std::string kernels_in_flight();
 
   std::shared_ptr<Kfd> kfd_;
   hcq::DeviceInfo info_;

@@ -321,21 +321,6 @@ bool KfdDevice::consumed(uint64_t position) const {
   return r.done() >= (position & ((uint64_t{1} << 56) - 1));
 }
 
-void KfdDevice::wait_consumed(uint64_t position) {
-  if (consumed(position)) return;
-  auto deadline = std::chrono::steady_clock::now() + default_timeout();
-  for (int spin = 0; !consumed(position); ++spin) {
-    check_usable();
-    if (spin < 256) continue;
-    if (std::chrono::steady_clock::now() > deadline) {
-      fail("timeout waiting for a submission to finish");
-      throw hcq::Timeout(name() + ": a submission did not finish within " + std::to_string(default_timeout().count()) + " ms (" +
-                         kernels_in_flight() + "); the device is marked failed");
-    }
-    sleep_for_progress(std::chrono::milliseconds(1));
-  }
-}
-
 void KfdDevice::sleep_for_progress(std::chrono::microseconds max) {
   if (!queues_live_) return Device::sleep_for_progress(max);
   kfd::EventData ev[3]{};
@@ -347,16 +332,16 @@ void KfdDevice::sleep_for_progress(std::chrono::microseconds max) {
   if (ev[1].memory_exception.va || ev[1].memory_exception.gpu_id) {
     const auto& m = ev[1].memory_exception;
     std::string kind = m.not_present ? "an unmapped address" : m.read_only ? "a write to read-only memory" : m.no_execute ? "executing non-code memory" : "an access";
-    fail("GPU page fault at " + hex(m.va) + " (" + kind + ") while running " + kernels_in_flight());
+    fail("GPU page fault at " + hex(m.va) + " (" + kind + ") while running " + work_in_flight());
   } else if (ev[2].hw_exception.gpu_id) {
     fail("the GPU reported a hardware exception (a queue was reset: a malformed packet, an illegal instruction or a hang) while running " +
-         kernels_in_flight() + "; the kernel log (dmesg; for emu:amd the emu:amd lines on stderr) says which");
+         work_in_flight() + "; the kernel log (dmesg; for emu:amd the emu:amd lines on stderr) says which");
   }
 }
 
 void KfdDevice::check_exceptions() { sleep_for_progress(std::chrono::microseconds(0)); }
 
-std::string KfdDevice::kernels_in_flight() {
+std::string KfdDevice::work_in_flight() {
   std::vector<std::string> names;
   {
     std::lock_guard lock(compute_->mu);

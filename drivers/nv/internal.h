@@ -100,8 +100,8 @@ class NvDevice : public hcq::Device {
   std::string target() const override { return arch_; }
   std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;
   uint64_t submit_commands(hcq::HWQueue& q) override;
-  void wait_consumed(uint64_t position) override;
   bool consumed(uint64_t position) const override;
+  std::string work_in_flight() override;
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
 
   // Used by queues and programs.
@@ -128,7 +128,6 @@ class NvDevice : public hcq::Device {
  private:
   std::unique_ptr<Channel> create_channel(bool copy, uint32_t engine_class);
   void check_errors();  // turns an error notifier into fail()
-  std::string kernels_in_flight();
   void init_channels();  // SET_OBJECT and the windows
   void schedule(bool enable);  // GPFIFO_SCHEDULE of the channel group
 

@@ -390,21 +390,6 @@ bool NvDevice::consumed(uint64_t position) const {
   return c.done() >= (position & ((uint64_t{1} << 56) - 1));
 }
 
-void NvDevice::wait_consumed(uint64_t position) {
-  if (consumed(position)) return;
-  auto deadline = std::chrono::steady_clock::now() + default_timeout();
-  for (int spin = 0; !consumed(position); ++spin) {
-    check_usable();
-    if (spin < 256) continue;
-    if (std::chrono::steady_clock::now() > deadline) {
-      fail("timeout waiting for a submission to finish");
-      throw hcq::Timeout(name() + ": a submission did not finish within " + std::to_string(default_timeout().count()) + " ms (" +
-                         kernels_in_flight() + "); the device is marked failed");
-    }
-    sleep_for_progress(std::chrono::milliseconds(1));
-  }
-}
-
 // No interrupt wakes a waiter yet (the non-stall interrupt is not wired to an OS event): short sleeps,
 // so a wait ends within about 20 us of the signal.
 void NvDevice::sleep_for_progress(std::chrono::microseconds max) {
@@ -431,15 +416,15 @@ void NvDevice::check_errors() {
     if (f.count) {
       const auto& e = f.mmuFaultInfoList[0];
       const char* access = e.accessType == 1 ? "write" : e.accessType == 2 ? "atomic" : "read";
-      fail("GPU MMU fault at " + hex(e.faultAddress) + " (" + access + " of an unmapped address) while running " + kernels_in_flight() + "; " + what);
+      fail("GPU MMU fault at " + hex(e.faultAddress) + " (" + access + " of an unmapped address) while running " + work_in_flight() + "; " + what);
     } else {
-      fail(what + " while running " + kernels_in_flight() + "; the kernel log (dmesg Xid lines; for emu:nv the emu:nv lines on stderr) says more");
+      fail(what + " while running " + work_in_flight() + "; the kernel log (dmesg Xid lines; for emu:nv the emu:nv lines on stderr) says more");
     }
     return;
   }
 }
 
-std::string NvDevice::kernels_in_flight() {
+std::string NvDevice::work_in_flight() {
   std::vector<std::string> names;
   {
     std::lock_guard lock(compute_->mu);
