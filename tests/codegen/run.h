@@ -3,13 +3,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "codegen/compiler.h"
 #include "codegen/host.h"
+#include "ir/dtype.h"
 #include "ir/text.h"
 
 namespace ugpu::test {
@@ -72,5 +75,35 @@ struct Guarded {
 };
 
 inline ir::UOp kernel(const std::string& text) { return ir::parse(text); }
+
+// A case of the kernel suite for an executor: the kernel text, the bytes of each buffer slot, the
+// variables, and the relative tolerance of float outputs (0: bit-exact).
+struct SuiteCase {
+  std::string name, text;
+  std::vector<size_t> bytes;
+  std::vector<int64_t> vars;
+  double rel_tolerance = 0;
+};
+
+// n bytes of elements of type t: floats uniform in [-20, 20) (exactly representable in t), other
+// types random bits; 64 bytes of zero slack after them.
+inline std::vector<uint8_t> random_bytes(size_t n, ir::DType t, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(n + 64);
+  size_t sz = static_cast<size_t>(t.itemsize());
+  for (size_t i = 0; i + sz <= n; i += sz) {
+    uint64_t bits;
+    if (t.is_float()) {
+      double v = std::uniform_real_distribution<double>(-20, 20)(rng);
+      if (t.bitsize() == 16) bits = ir::float_to_bits(v, t);
+      else if (t.bitsize() == 32) bits = std::bit_cast<uint32_t>(static_cast<float>(v));
+      else bits = std::bit_cast<uint64_t>(v);
+    } else {
+      bits = static_cast<uint64_t>(rng()) << 32 | rng();
+    }
+    std::memcpy(out.data() + i, &bits, sz);
+  }
+  return out;
+}
 
 }  // namespace ugpu::test

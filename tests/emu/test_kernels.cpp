@@ -23,31 +23,7 @@ using codegen::fill;
 
 namespace {
 
-struct Case {
-  std::string name, text;
-  std::vector<size_t> bytes;   // per buffer slot
-  std::vector<int64_t> vars;
-  double rel_tolerance = 0;    // 0: bit-exact
-};
-
-std::vector<uint8_t> random_bytes(size_t n, ir::DType t, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> out(n + 64);
-  size_t sz = static_cast<size_t>(t.itemsize());
-  for (size_t i = 0; i + sz <= n; i += sz) {
-    uint64_t bits;
-    if (t.is_float()) {
-      double v = std::uniform_real_distribution<double>(-20, 20)(rng);
-      if (t.bitsize() == 16) bits = ir::float_to_bits(v, t);
-      else if (t.bitsize() == 32) bits = std::bit_cast<uint32_t>(static_cast<float>(v));
-      else bits = std::bit_cast<uint64_t>(v);
-    } else {
-      bits = static_cast<uint64_t>(rng()) << 32 | rng();
-    }
-    std::memcpy(out.data() + i, &bits, sz);
-  }
-  return out;
-}
+using Case = SuiteCase;
 
 // The dtype of each buffer slot, from the compiled kernel's parameters.
 void compare(const Case& c, ir::DType t) {
