@@ -14,6 +14,8 @@
 
 #include "../hcq/device_suite.h"
 #include "../hcq/kernels.h"
+#include "codegen/compiler.h"
+#include "codegen/ptxas.h"
 #include "drivers/devices.h"
 #include "drivers/nv/nv_device.h"
 #include "drivers/nv/rm.h"
@@ -331,4 +333,37 @@ TEST_CASE("nv: large buffers get large pages, and freed memory returns its GPU m
     CHECK(sys.gpu->stats().vram_used == before.vram_used);
     CHECK(sys.gpu->stats().gpu_mappings == before.gpu_mappings);
   }
+}
+
+TEST_CASE("nv: with ptxas, a cubin loads as real hardware needs it: .nv.info facts into the QMD, code at its address") {
+  if (!codegen::find_ptxas()) {
+    MESSAGE("no ptxas here: the cubin path is checked where CUDA's ptxas is installed (and on the silicon suite)");
+    return;
+  }
+  EmuSystem sys;
+  nv::NvOptions o;
+  o.name = "emu:nv", o.kind = "emulated gpu", o.ptx_images = false;  // what `nv` does: SASS in a cubin
+  auto dev = nv::open_nv(sys.os, o);
+  codegen::CompileOptions co;
+  co.name = "add_one";
+  auto ck = codegen::compile(ir::parse(kAddOne), codegen::find_target("sm_90"), co);
+  REQUIRE(ck->cubin);
+  auto prog = dev->load(ck);
+  hcq::Buffer in = dev->alloc(4000), out = dev->alloc(4000);
+  uint64_t v = dev->next_timeline();
+  auto q = dev->compute_queue();
+  Val args[] = {out.va, in.va};
+  q->exec(*prog, args).signal(dev->timeline(), v);
+  q->submit();
+  // The emulated GPU runs PTX, not SASS: it refuses the image — after the driver built the launch.
+  CHECK_THROWS_AS(dev->synchronize(), hcq::DeviceError);
+  CHECK(log_has(*sys.gpu, "is not PTX this GPU model runs"));
+  nv::PushSnapshot s = nv::last_submission(*dev, false);
+  REQUIRE(s.qmds.size() == 1);
+  hw::nv::QmdLaunch l = hw::nv::decode_qmd(hw::nv::qmd_layout(s.qmd_major), s.qmds[0]);
+  CHECK(l.registers == ck->cubin->registers);
+  CHECK(l.local_high_bytes == (ck->cubin->stack_bytes + 0x240 + 31) / 32 * 32);  // SASS's ABI local memory
+  CHECK(l.program_address % 128 == 0);
+  CHECK(l.cbanks[0].size >= ck->cubin->param_offset + ck->cubin->param_size);
+  CHECK(std::string(hw::nv::describe_pushbuffer(s.words, hw::nv::kUgpuSubchannels)).find("SET_SHADER_LOCAL_MEMORY_A") != std::string::npos);
 }
