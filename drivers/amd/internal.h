@@ -12,6 +12,7 @@
 #include "codegen/code_object.h"
 #include "codegen/compiler.h"
 #include "drivers/amd/kfd_device.h"
+#include "hcq/in_flight.h"
 #include "hcq/mmio.h"
 #include "hw/amd/kfd.h"
 #include "hw/amd/packets.h"
@@ -64,7 +65,7 @@ struct Ring {
   std::atomic<uint64_t> written{0};  // dwords ever written (read without the lock by consumed())
   hcq::SignalRef retired;            // low 32 bits of the position of the last finished submission
   std::mutex mu;
-  std::deque<std::pair<uint64_t, std::shared_ptr<std::vector<std::string>>>> kernels;  // in flight: position -> kernels
+  hcq::KernelsInFlight kernels;  // what its submissions run, for fault messages
   uint64_t last_at = 0, last_len = 0;  // the last submission on the ring (dwords), for last_submission()
   uint64_t waits = 0;                // submits that waited for ring space
   uint64_t read() const;             // dwords the engine has consumed, ever

@@ -292,10 +292,7 @@ uint64_t KfdDevice::submit_commands(hcq::HWQueue& hq) {
         put(cmds);
         put(tail);
         r.written = written;
-        if (q.kernels) {
-          while (!r.kernels.empty() && r.kernels.front().first <= r.done()) r.kernels.pop_front();
-          r.kernels.emplace_back(end, q.kernels);
-        }
+        if (q.kernels) r.kernels.add(end, q.kernels, r.done());
         uint64_t wptr = r.sdma ? written * 4 : written;
         __atomic_store_n(r.wptr, wptr, __ATOMIC_RELEASE);
         r.doorbell->ring(wptr);
@@ -342,18 +339,8 @@ void KfdDevice::sleep_for_progress(std::chrono::microseconds max) {
 void KfdDevice::check_exceptions() { sleep_for_progress(std::chrono::microseconds(0)); }
 
 std::string KfdDevice::work_in_flight() {
-  std::vector<std::string> names;
-  {
-    std::lock_guard lock(compute_->mu);
-    for (const auto& [pos, k] : compute_->kernels)
-      if (pos > compute_->done())
-        for (const std::string& n : *k)
-          if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  }
-  if (names.empty()) return "no kernel (a copy, wait or signal)";
-  std::string s = names.size() == 1 ? "kernel " : "one of the kernels ";
-  for (size_t i = 0; i < names.size() && i < 8; ++i) s += (i ? ", " : "") + names[i];
-  return s;
+  std::lock_guard lock(compute_->mu);
+  return compute_->kernels.describe(compute_->done());
 }
 
 void KfdDevice::on_fail() {

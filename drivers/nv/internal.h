@@ -14,6 +14,7 @@
 #include "codegen/compiler.h"
 #include "drivers/nv/nv_device.h"
 #include "drivers/nv/rm.h"
+#include "hcq/in_flight.h"
 #include "hcq/mmio.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
@@ -64,8 +65,10 @@ struct Channel {
   hcq::SignalRef retired;      // the position of the last finished submission (a semaphore release)
   std::atomic<uint64_t> submitted{0};  // positions handed out
   std::mutex mu;
-  std::deque<std::pair<uint64_t, std::shared_ptr<std::vector<std::string>>>> kernels;  // in flight: position -> kernels
-  PushSnapshot last;
+  hcq::KernelsInFlight kernels;  // what its submissions run, for fault messages
+  const uint32_t* last_words = nullptr;  // the last submission's commands (in the ring or bound memory)
+  size_t last_dwords = 0;
+  std::vector<uint32_t*> last_qmds;
   uint64_t waits = 0;  // submits that waited for GPFIFO or pushbuffer space
   uint64_t gp_read() const;  // GPFIFO entries the channel has fetched, ever
   uint64_t done() const { return retired->value(); }

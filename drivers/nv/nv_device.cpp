@@ -354,16 +354,11 @@ uint64_t NvDevice::submit_commands(hcq::HWQueue& hq) {
         };
         if (bound) put_entry(command_address(cmds.data()), cmds.size());
         put_entry(seg_va, n);
-        // Snapshot for tests and `ugpu decode --nv`.
-        c.last.words.assign(cmds.begin(), cmds.end());
-        c.last.copy = q.copy;
-        c.last.qmd_major = facts_.qmd_major;
-        c.last.qmds.clear();
-        for (uint32_t* qmd : q.qmds) c.last.qmds.emplace_back(qmd, qmd + qmd_layout_->bytes / 4);
-        if (q.kernels) {
-          while (!c.kernels.empty() && c.kernels.front().first <= done) c.kernels.pop_front();
-          c.kernels.emplace_back(position, q.kernels);
-        }
+        // Where the last submission is, for tests and `ugpu decode --nv` (copied only when asked).
+        c.last_words = bound ? cmds.data() : seg;
+        c.last_dwords = cmds.size();
+        c.last_qmds = q.qmds;
+        if (q.kernels) c.kernels.add(position, q.kernels, done);
         // GPPut, then the doorbell (the ring and GPPut are write-combined: the doorbell's fence orders them).
         __atomic_store_n(&c.userd->gp_put, static_cast<uint32_t>(c.gp_written % c.entries), __ATOMIC_RELEASE);
         doorbell_->ring(c.token);
@@ -425,18 +420,8 @@ void NvDevice::check_errors() {
 }
 
 std::string NvDevice::work_in_flight() {
-  std::vector<std::string> names;
-  {
-    std::lock_guard lock(compute_->mu);
-    for (const auto& [pos, k] : compute_->kernels)
-      if (pos > compute_->done())
-        for (const std::string& n : *k)
-          if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  }
-  if (names.empty()) return "no kernel (a copy, wait or signal)";
-  std::string s = names.size() == 1 ? "kernel " : "one of the kernels ";
-  for (size_t i = 0; i < names.size() && i < 8; ++i) s += (i ? ", " : "") + names[i];
-  return s;
+  std::lock_guard lock(compute_->mu);
+  return compute_->kernels.describe(compute_->done());
 }
 
 void NvDevice::on_fail() {
@@ -497,7 +482,12 @@ PushSnapshot last_submission(hcq::Device& dev, bool copy) {
   if (!d) throw Error(dev.name() + " is not an NVIDIA device");
   Channel& c = d->channel(copy);
   std::lock_guard lock(c.mu);
-  return c.last;
+  PushSnapshot s;
+  s.copy = copy;
+  s.qmd_major = d->facts().qmd_major;
+  if (c.last_words) s.words.assign(c.last_words, c.last_words + c.last_dwords);
+  for (const uint32_t* qmd : c.last_qmds) s.qmds.emplace_back(qmd, qmd + d->qmd_layout().bytes / 4);
+  return s;
 }
 
 NvFacts facts(hcq::Device& dev) {

@@ -31,7 +31,8 @@ struct NvOptions {
 // driver branch, a RM status named).
 std::unique_ptr<hcq::Device> open_nv(std::shared_ptr<hcq::Os> os, const NvOptions& o = {});
 
-// Introspection for tests and `ugpu decode --nv`: the pushbuffer of the last submission on a channel.
+// Introspection for tests and `ugpu decode --nv`: the pushbuffer of the last submission on a channel,
+// read back from where it ran (the ring or bound memory), so call it before newer work overwrites it.
 struct PushSnapshot {
   std::vector<uint32_t> words;
   bool copy = false;
