@@ -1,7 +1,10 @@
 // bench-launch: the host cost of launching work through HCQ, on any device.
 //   submit_us            record a queue (wait timeline, exec, signal timeline) and submit it, the device held
 //                        back meanwhile so it does not compete for the host's cores
-//   resubmit_us          submit a bound one-kernel queue again with a patched argument
+//   resubmit_us          back-to-back resubmits of a bound one-kernel queue with a patched argument; each
+//                        first waits for the previous run of the same queue (its commands are patched in
+//                        place), so this is the device's turnaround (ring back-pressure), not the host's cost
+//   resubmit_host_us     the host's cost of one such resubmit when the previous run has finished (median)
 //   graph100_replay_us   host time in Graph::replay() for a bound 100-kernel graph (previous run done)
 //   graph100_roundtrip_us  replay and wait for it
 //   roundtrip_us         an empty kernel, from submit to the host seeing its signal (median)
@@ -88,6 +91,16 @@ int main(int argc, char** argv) {
     double resubmit = us_since(t0) / n;
     dev->synchronize();
     std::printf("resubmit_us: %.3f\n", resubmit);
+    std::vector<double> host;
+    for (int i = 0; i < std::min(n, 5000); ++i) {
+      uint64_t vars[] = {out.va + (i % 2) * 4, dev->next_timeline()};
+      auto t = Clock::now();
+      bound->submit(vars);
+      host.push_back(us_since(t));
+      dev->synchronize();
+    }
+    std::sort(host.begin(), host.end());
+    std::printf("resubmit_host_us: %.3f\n", host[host.size() / 2]);
 
     hcq::Graph g;
     for (int k = 0; k < 100; ++k) g.exec(*dev, prog, {hcq::Val::variable(0)});

@@ -59,6 +59,7 @@ struct Channel {
   uint64_t pb_va = 0, pb_dwords = 0;
   uint64_t pb_written = 0;     // dwords ever written to the pushbuffer ring
   uint64_t gp_written = 0;     // GPFIFO entries ever written
+  uint64_t gp_seen = 0;        // GPFIFO entries the channel had fetched when GPGet was last read
   std::deque<std::pair<uint64_t, uint64_t>> pb_marks;  // (submission position, pushbuffer dwords written after it)
   std::shared_ptr<Rm::Memory> area, notifier, pushbuffer;
   uint64_t pb_freed = 0;       // pushbuffer dwords the GPU is done with, ever

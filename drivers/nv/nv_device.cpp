@@ -109,9 +109,16 @@ NvDevice::NvDevice(std::shared_ptr<hcq::Os> os, const NvOptions& o) : Device(o.n
   facts_.copy_class = pick(classes, kCopy, "copy engine", name());
   facts_.driver_version = r.version;
   facts_.abi_branch = r.abi->name;
-  // QMD version: Blackwell builds V05; Hopper takes V03 (Ampere's layout) and V04 — UGPU_NV_QMD=4 picks V04.
-  unsigned qmd = (facts_.compute_class & 0xff00) >= 0xcd00 ? 5 : 3;
-  if (const char* e = std::getenv("UGPU_NV_QMD"); e && *e && facts_.compute_class == rm::HOPPER_COMPUTE_A) qmd = static_cast<unsigned>(std::atoi(e));
+  // QMD version: V05 on Blackwell, V04 on Hopper, V03 on Ampere and Ada. An H100 (driver 580) ran V03
+  // launches without an error but computed wrong results (docs/hardware-results.md); UGPU_NV_QMD=3
+  // still builds V03 there, for experiments on hardware.
+  const uint32_t cls = facts_.compute_class & 0xff00;
+  unsigned qmd = cls >= 0xcd00 ? 5 : cls >= 0xcb00 ? 4 : 3;
+  if (const char* e = std::getenv("UGPU_NV_QMD"); e && *e && facts_.compute_class == rm::HOPPER_COMPUTE_A) {
+    std::string v = e;
+    if (v != "3" && v != "4") throw Error(name() + ": UGPU_NV_QMD=" + v + ": a Hopper GPU takes QMD version 3 or 4");
+    qmd = static_cast<unsigned>(v[0] - '0');
+  }
   qmd_layout_ = &m::qmd_layout(qmd);
   facts_.qmd_major = qmd;
 
@@ -320,7 +327,7 @@ uint64_t NvDevice::submit_commands(hcq::HWQueue& hq) {
     throw Error(name() + ": a queue of " + std::to_string(n) + " dwords does not fit the " + std::to_string(c.pb_dwords) +
                 "-dword pushbuffer ring; bind() it so a submit is one GPFIFO entry");
   auto deadline = std::chrono::steady_clock::now() + default_timeout();
-  uint64_t seen_gp = c.gp_read(), seen_done = c.done();
+  uint64_t seen_gp = ~uint64_t{0}, seen_done = ~uint64_t{0};  // progress seen while waiting for space
   for (bool waited = false;; waited = true) {
     {
       std::lock_guard lock(c.mu);
@@ -333,7 +340,10 @@ uint64_t NvDevice::submit_commands(hcq::HWQueue& hq) {
       while (!c.pb_marks.empty() && c.pb_marks.front().first <= done) freed = c.pb_marks.front().second, c.pb_marks.pop_front();
       if (freed) c.pb_freed = std::max(c.pb_freed, freed);
       bool pb_ok = end - c.pb_freed <= c.pb_dwords;
-      bool gp_ok = c.gp_written + gp_needed - c.gp_read() <= c.entries - 1;
+      // GPGet is in USERD, GPU memory behind the BAR (a slow read): read only when the last value seen
+      // leaves no room.
+      bool gp_ok = c.gp_written + gp_needed - c.gp_seen <= c.entries - 1;
+      if (!gp_ok) c.gp_seen = c.gp_read(), gp_ok = c.gp_written + gp_needed - c.gp_seen <= c.entries - 1;
       if (pb_ok && gp_ok) {
         uint64_t position = ++c.submitted;
         uint32_t* seg = c.pb + (at + pad) % c.pb_dwords;

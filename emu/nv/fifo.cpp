@@ -223,15 +223,21 @@ bool Channel::launch(uint64_t qmd_address) {
 }
 
 bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
-  // HOPPER_COMPUTE_A takes V03 and V04 QMDs (clcbc0qmd.h defines both); both are 256-byte aligned
-  // and the larger is 384 bytes.
-  static const hwnv::QmdLayout* const kAccepted[] = {&hwnv::kQmdV04_00, &hwnv::kQmdV03_00};
+  // HOPPER_COMPUTE_A runs V04_00 QMDs (384 bytes, 256-byte aligned). clcbc0qmd.h also defines V03_00,
+  // but a real H100 (driver 580) computed wrong results from V03 launches without reporting an error
+  // (docs/hardware-results.md), so the emulated one refuses them by their version fields.
   uint32_t words[hwnv::kQmdMaxDwords] = {};
   if (qmd_address % 256) return fault("QMD address " + hex(qmd_address) + " is not 256-byte aligned");
-  if (!read_mem(qmd_address, words, hwnv::kQmdV03_00.bytes, "QMD fetch")) return false;
-  const hwnv::QmdLayout* layout = hwnv::qmd_layout_of(std::span<const uint32_t>(words, hwnv::kQmdV03_00.bytes / 4), kAccepted);
-  if (layout == &hwnv::kQmdV04_00 && !read_mem(qmd_address, words, layout->bytes, "QMD fetch")) return false;
-  if (!layout) return fault("the QMD at " + hex(qmd_address) + " is neither V03_00 nor V04_00 (its version fields)");
+  if (!read_mem(qmd_address, words, hwnv::kQmdV04_00.bytes, "QMD fetch")) return false;
+  static const hwnv::QmdLayout* const kV04[] = {&hwnv::kQmdV04_00};
+  static const hwnv::QmdLayout* const kV03[] = {&hwnv::kQmdV03_00};
+  const hwnv::QmdLayout* layout = hwnv::qmd_layout_of(std::span<const uint32_t>(words, hwnv::kQmdV04_00.bytes / 4), kV04);
+  if (!layout) {
+    bool v03 = hwnv::qmd_layout_of(std::span<const uint32_t>(words, hwnv::kQmdV03_00.bytes / 4), kV03) != nullptr;
+    return fault("the QMD at " + hex(qmd_address) +
+                 (v03 ? " is V03_00: HOPPER_COMPUTE_A runs V04_00 QMDs (a real H100 computes wrong results from V03)"
+                      : " is not a V04_00 QMD (its version fields)"));
+  }
   hwnv::QmdLaunch l;
   try {
     l = hwnv::decode_qmd(*layout, std::span<const uint32_t>(words, layout->bytes / 4));

@@ -245,8 +245,33 @@ TEST_CASE("nv: more submissions than the GPFIFO and pushbuffer rings hold wait f
   CHECK(sys.gpu->log().empty());          // and the GPU never saw an overrun or a bad method
 }
 
+TEST_CASE("nv: an H100 builds V04 QMDs; V03 (UGPU_NV_QMD=3) is refused by the emulated H100, as the real one runs it wrongly") {
+  {
+    EmuSystem sys;
+    auto dev = sys.open();
+    CHECK(nv::facts(*dev).qmd_major == 4);
+  }
+  setenv("UGPU_NV_QMD", "3", 1);
+  EmuSystem sys;
+  auto dev = sys.open();
+  unsetenv("UGPU_NV_QMD");
+  CHECK(nv::facts(*dev).qmd_major == 3);
+  auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+  hcq::Buffer a = dev->alloc(4000), b = dev->alloc(4000);
+  uint64_t v = dev->next_timeline();
+  auto q = dev->compute_queue();
+  Val args[] = {b.va, a.va};
+  q->exec(*prog, args).signal(dev->timeline(), v);
+  q->submit();
+  CHECK_THROWS_AS(dev->synchronize(), hcq::DeviceError);
+  CHECK(log_has(*sys.gpu, "is V03_00: HOPPER_COMPUTE_A runs V04_00 QMDs"));
+  setenv("UGPU_NV_QMD", "7", 1);
+  CHECK_THROWS_WITH(EmuSystem().open(), doctest::Contains("UGPU_NV_QMD=7"));
+  unsetenv("UGPU_NV_QMD");
+}
+
 TEST_CASE("nv: the submitted methods and QMDs decode into the launch the driver meant; back-to-back kernels chain") {
-  for (const char* qmd : {"3", "4"}) {
+  for (const char* qmd : {"4"}) {
     CAPTURE(qmd);
     setenv("UGPU_NV_QMD", qmd, 1);
     EmuSystem sys;
