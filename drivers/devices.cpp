@@ -7,8 +7,8 @@
 #include "drivers/amd/kfd_device.h"
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/nv/nv_device.h"
-#include "emu/amd/kfd_model.h"
-#include "emu/nv/rm_model.h"
+#include "emu/amd/kfd/kfd_model.h"
+#include "emu/nv/rm/rm_model.h"
 
 namespace ugpu::drivers {
 namespace {
@@ -18,7 +18,7 @@ struct Driver {
 };
 std::unique_ptr<hcq::Device> open_amd_kfd() {
   amd::KfdOptions o;
-  return amd::open_kfd(std::shared_ptr<hcq::Os>(&hcq::posix_os(), [](hcq::Os*) {}), o);
+  return amd::open_kfd(std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}), o);
 }
 // The emulated card lives in its own VirtualOs, which the device keeps.
 std::unique_ptr<hcq::Device> open_emu_amd() {
@@ -30,7 +30,7 @@ std::unique_ptr<hcq::Device> open_emu_amd() {
 }
 std::unique_ptr<hcq::Device> open_nv() {
   nv::NvOptions o;
-  return nv::open_nv(std::shared_ptr<hcq::Os>(&hcq::posix_os(), [](hcq::Os*) {}), o);
+  return nv::open_nv(std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}), o);
 }
 std::unique_ptr<hcq::Device> open_emu_nv() {
   auto os = std::make_shared<emu::VirtualOs>();
@@ -72,8 +72,8 @@ std::unique_ptr<hcq::Device> open_device(const std::string& name) {
 
 DefaultDevice default_device() {
   if (const char* e = std::getenv("UGPU_DEVICE"); e && *e) return {e, "chosen by UGPU_DEVICE"};
-  if (hcq::posix_os().exists("/dev/kfd")) return {"amd:kfd", "an AMD GPU was found (/dev/kfd)"};
-  if (hcq::posix_os().exists("/dev/nvidiactl")) return {"nv", "an NVIDIA GPU was found (/dev/nvidiactl)"};
+  if (sys::posix_os().exists("/dev/kfd")) return {"amd:kfd", "an AMD GPU was found (/dev/kfd)"};
+  if (sys::posix_os().exists("/dev/nvidiactl")) return {"nv", "an NVIDIA GPU was found (/dev/nvidiactl)"};
   return {"emu:amd", "no GPU was found (no /dev/kfd, no /dev/nvidiactl), so the emulated AMD GPU runs it"};
 }
 

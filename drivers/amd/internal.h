@@ -13,7 +13,7 @@
 #include "codegen/compiler.h"
 #include "drivers/amd/kfd_device.h"
 #include "hcq/in_flight.h"
-#include "hcq/mmio.h"
+#include "sys/mmio.h"
 #include "hw/amd/kfd.h"
 #include "hw/amd/packets.h"
 
@@ -24,8 +24,8 @@ class KfdDevice;
 // The open KFD: fds and ioctls. Shared with every allocation's deleter, so memory freed after the
 // device object is gone still goes back through the same fds.
 struct Kfd : std::enable_shared_from_this<Kfd> {
-  std::shared_ptr<hcq::Os> os;
-  hcq::Fd kfd, render;
+  std::shared_ptr<sys::Os> os;
+  sys::Fd kfd, render;
   uint32_t gpu_id = 0;
   std::string name;
   int ioctl(unsigned long req, void* arg, const char* what, const std::string& hint = {}) const;
@@ -61,7 +61,7 @@ struct Ring {
   uint64_t dwords = 0;               // ring size
   uint64_t* wptr = nullptr;          // in the gart page: what the engine reads (dwords for PM4, bytes for SDMA)
   volatile uint64_t* rptr = nullptr; // written back by the engine
-  std::unique_ptr<hcq::Doorbell> doorbell;
+  std::unique_ptr<sys::Doorbell> doorbell;
   std::atomic<uint64_t> written{0};  // dwords ever written (read without the lock by consumed())
   hcq::SignalRef retired;            // low 32 bits of the position of the last finished submission
   std::mutex mu;
@@ -90,7 +90,7 @@ void append_nop(std::vector<uint32_t>& out, bool sdma, size_t dwords);  // paddi
 
 class KfdDevice : public hcq::Device {
  public:
-  KfdDevice(std::shared_ptr<hcq::Os> os, const KfdOptions& o);
+  KfdDevice(std::shared_ptr<sys::Os> os, const KfdOptions& o);
   ~KfdDevice() override;
 
   std::unique_ptr<hcq::HWQueue> compute_queue() override { return make_pm4_queue(*this); }
@@ -138,7 +138,7 @@ class KfdDevice : public hcq::Device {
   std::shared_ptr<Kfd::Memory> event_page_;
   uint32_t queue_event_ = 0, memory_event_ = 0, hw_event_ = 0;
   uint64_t mailbox_ = 0;
-  hcq::Mapping doorbells_;
+  sys::Mapping doorbells_;
   std::unique_ptr<Ring> compute_, sdma_;
   std::mutex scratch_mu_;
   hcq::Buffer scratch_;

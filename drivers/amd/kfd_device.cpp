@@ -40,7 +40,7 @@ std::string arch_of(uint64_t gfxv) {  // 110000 -> gfx1100, 90010 -> gfx90a
 
 int Kfd::ioctl(unsigned long req, void* arg, const char* what, const std::string& hint) const {
   int r = os->ioctl(kfd.get(), req, arg);
-  if (r < 0) hcq::check_ioctl(r, std::string(what) + " on /dev/kfd (" + name + ")", hint);
+  if (r < 0) sys::check_ioctl(r, std::string(what) + " on /dev/kfd (" + name + ")", hint);
   return r;
 }
 
@@ -60,7 +60,7 @@ std::shared_ptr<Kfd::Memory> Kfd::alloc(uint64_t size, uint32_t flags, bool cpu)
   if (r < 0) {
     os->munmap(va, size);
     bool vram = flags & mem::kVram;
-    hcq::check_ioctl(r, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU of " + std::to_string(size) + " bytes of " + (vram ? "VRAM" : "system memory") + " (" + name + ")",
+    sys::check_ioctl(r, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU of " + std::to_string(size) + " bytes of " + (vram ? "VRAM" : "system memory") + " (" + name + ")",
                      r == -ENOMEM ? "out of GPU memory"
                      : vram && (flags & mem::kPublic) ? "host-visible VRAM needs a large BAR: enable Resizable BAR / Above 4G decoding in the firmware"
                                                         : "");
@@ -101,12 +101,12 @@ uint64_t Ring::done() const {
   return written - static_cast<uint32_t>(static_cast<uint32_t>(written) - lo);
 }
 
-KfdDevice::KfdDevice(std::shared_ptr<hcq::Os> os, const KfdOptions& o) : hcq::Device(o.name), kfd_(std::make_shared<Kfd>()) {
+KfdDevice::KfdDevice(std::shared_ptr<sys::Os> os, const KfdOptions& o) : hcq::Device(o.name), kfd_(std::make_shared<Kfd>()) {
   kfd_->os = os;
   kfd_->name = o.name;
   try {
-    kfd_->kfd = hcq::Fd(*os, "/dev/kfd", O_RDWR);
-  } catch (const hcq::OsError& e) {
+    kfd_->kfd = sys::Fd(*os, "/dev/kfd", O_RDWR);
+  } catch (const sys::OsError& e) {
     if (e.err() == ENOENT)
       throw Error(o.name + ": /dev/kfd does not exist: no AMD GPU with the amdgpu kernel driver here (modprobe amdgpu; without a kernel "
                            "driver use amd:pci; without a GPU use emu:amd)");
@@ -144,7 +144,7 @@ KfdDevice::KfdDevice(std::shared_ptr<hcq::Os> os, const KfdOptions& o) : hcq::De
                 std::to_string(props_["cwsr_size"]) + "; ugpu computes " + std::to_string(cwsr_.ctl_stack) + " and " + std::to_string(cwsr_.cwsr) +
                 " for " + arch_ + " with " + std::to_string(cu_count_) + " CUs (a queue would be refused with EINVAL)");
   std::string render = "/dev/dri/renderD" + std::to_string(props_["drm_render_minor"]);
-  kfd_->render = hcq::Fd(*os, render, O_RDWR);
+  kfd_->render = sys::Fd(*os, render, O_RDWR);
   std::string ip = "/sys/class/drm/renderD" + std::to_string(props_["drm_render_minor"]) + "/device/ip_discovery/die/0/";
   auto read_bases = [&](const std::string& block, uint32_t* out, size_t n) {
     std::string path = ip + block + "/0/base_addr";
@@ -161,7 +161,7 @@ KfdDevice::KfdDevice(std::shared_ptr<hcq::Os> os, const KfdOptions& o) : hcq::De
   if (v.minor_version >= kfd::kMinMinorRuntimeEnable) {
     kfd::RuntimeEnable re{};
     int r = os->ioctl(kfd_->kfd.get(), kfd::kRuntimeEnable, &re);
-    if (r < 0 && r != -EBUSY && r != -EEXIST) hcq::check_ioctl(r, "AMDKFD_IOC_RUNTIME_ENABLE on /dev/kfd (" + o.name + ")");
+    if (r < 0 && r != -EBUSY && r != -EEXIST) sys::check_ioctl(r, "AMDKFD_IOC_RUNTIME_ENABLE on /dev/kfd (" + o.name + ")");
   }
 
   // Events: the page of mailboxes, the event our signals raise, and the two that report faults.
@@ -217,9 +217,9 @@ std::unique_ptr<Ring> KfdDevice::create_ring(bool sdma, size_t bytes) {
   kfd_->ioctl(kfd::kCreateQueue, &q, "AMDKFD_IOC_CREATE_QUEUE", sdma ? "creating the SDMA copy queue" : "creating the compute queue");
   r->queue_id = q.queue_id;
   if (!doorbells_.data())
-    doorbells_ = hcq::Mapping(*kfd_->os, kfd::kDoorbellPagesSize, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_->kfd.get(),
+    doorbells_ = sys::Mapping(*kfd_->os, kfd::kDoorbellPagesSize, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_->kfd.get(),
                               q.doorbell_offset & ~(kfd::kDoorbellPagesSize - 1));
-  r->doorbell = std::make_unique<hcq::MappedDoorbell>(doorbells_.data() + (q.doorbell_offset & (kfd::kDoorbellPagesSize - 1)), 64,
+  r->doorbell = std::make_unique<sys::MappedDoorbell>(doorbells_.data() + (q.doorbell_offset & (kfd::kDoorbellPagesSize - 1)), 64,
                                                       name() + (sdma ? " SDMA doorbell" : " compute doorbell"));
   r->retired = new_signal(0);
   return r;
@@ -382,7 +382,7 @@ std::shared_ptr<hcq::Program> KfdDevice::load(std::shared_ptr<const codegen::Com
   return std::make_shared<AmdProgram>(*this, std::move(kernel));
 }
 
-std::unique_ptr<hcq::Device> open_kfd(std::shared_ptr<hcq::Os> os, const KfdOptions& o) { return std::make_unique<KfdDevice>(std::move(os), o); }
+std::unique_ptr<hcq::Device> open_kfd(std::shared_ptr<sys::Os> os, const KfdOptions& o) { return std::make_unique<KfdDevice>(std::move(os), o); }
 
 RingSnapshot last_submission(hcq::Device& dev, bool sdma) {
   auto* k = dynamic_cast<KfdDevice*>(&dev);

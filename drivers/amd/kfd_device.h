@@ -2,7 +2,7 @@
 // HSA runtime: topology from sysfs, /dev/kfd ioctls for the VM, memory, queues and events, and
 // command packets built from the hw/amd tables — PM4 on a compute queue, SDMA on a copy queue. Every
 // system call goes through the Os seam, so the same code drives a real GPU (PosixOs) and the
-// emulated one (`emu:amd`, emu/amd/kfd_model.h).
+// emulated one (`emu:amd`, emu/amd/kfd/kfd_model.h).
 //
 // Memory: VRAM the CPU can see (large BAR), mapped at the same address for CPU and GPU; rings,
 // signals and the event page in uncached GTT. Signals are written by RELEASE_MEM / SDMA FENCE and
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "hcq/device.h"
-#include "hcq/os.h"
+#include "sys/os.h"
 
 namespace ugpu::amd {
 
@@ -28,7 +28,7 @@ struct KfdOptions {
 };
 
 // Opens the GPU; throws Error saying what is missing (no /dev/kfd, permissions, KFD version).
-std::unique_ptr<hcq::Device> open_kfd(std::shared_ptr<hcq::Os> os, const KfdOptions& o = {});
+std::unique_ptr<hcq::Device> open_kfd(std::shared_ptr<sys::Os> os, const KfdOptions& o = {});
 
 // Introspection for tests and `ugpu decode`: the last commands put on a ring.
 struct RingSnapshot {

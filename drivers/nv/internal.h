@@ -15,7 +15,7 @@
 #include "drivers/nv/nv_device.h"
 #include "drivers/nv/rm.h"
 #include "hcq/in_flight.h"
-#include "hcq/mmio.h"
+#include "sys/mmio.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
 
@@ -94,7 +94,7 @@ void append_retire(std::vector<uint32_t>& out, uint64_t address, uint64_t positi
 
 class NvDevice : public hcq::Device {
  public:
-  NvDevice(std::shared_ptr<hcq::Os> os, const NvOptions& o);
+  NvDevice(std::shared_ptr<sys::Os> os, const NvOptions& o);
   ~NvDevice() override;
 
   std::unique_ptr<hcq::HWQueue> compute_queue() override { return make_compute_queue(*this); }
@@ -148,8 +148,8 @@ class NvDevice : public hcq::Device {
   uint64_t shared_window_ = 0, local_window_ = 0;
   uint32_t gpcs_ = 1, tpcs_per_gpc_ = 1, sms_per_tpc_ = 1, max_warps_per_sm_ = 64;
   std::unique_ptr<Channel> compute_, copy_;
-  std::unique_ptr<hcq::Doorbell> doorbell_;
-  hcq::Mapping doorbell_page_;
+  std::unique_ptr<sys::Doorbell> doorbell_;
+  sys::Mapping doorbell_page_;
   uint32_t tsg_ = 0, ctxshare_ = 0, debugger_ = 0;
   std::mutex local_mu_;
   hcq::Buffer local_;

@@ -66,7 +66,7 @@ uint64_t Channel::gp_read() const {
   return gp_written - ((gp_written - get) % entries);  // the ring never fills completely
 }
 
-NvDevice::NvDevice(std::shared_ptr<hcq::Os> os, const NvOptions& o) : Device(o.name), ptx_images_(o.ptx_images), opts_(o) {
+NvDevice::NvDevice(std::shared_ptr<sys::Os> os, const NvOptions& o) : Device(o.name), ptx_images_(o.ptx_images), opts_(o) {
   // A launch's argument block holds constant bank 0 (0x210 bytes of driver words on sm_90 before the
   // parameters) and its QMD: about 1 KiB, so the kernarg ring is 16 MiB, not the default 1 MiB.
   set_kernarg_ring_size(16u << 20);
@@ -74,7 +74,7 @@ NvDevice::NvDevice(std::shared_ptr<hcq::Os> os, const NvOptions& o) : Device(o.n
   Rm& r = *rm_;
   // The card, its /dev/nvidiaN, and the RM device tree.
   std::vector<rm::nv_ioctl_card_info_t> cards(rm::kMaxCards);
-  hcq::check_ioctl(r.os->ioctl(r.ctl.get(), rm::rm_ioctl(rm::NV_ESC_CARD_INFO, static_cast<uint32_t>(cards.size() * sizeof cards[0])), cards.data()),
+  sys::check_ioctl(r.os->ioctl(r.ctl.get(), rm::rm_ioctl(rm::NV_ESC_CARD_INFO, static_cast<uint32_t>(cards.size() * sizeof cards[0])), cards.data()),
                    "NV_ESC_CARD_INFO on /dev/nvidiactl (" + name() + ")");
   const rm::nv_ioctl_card_info_t* card = nullptr;
   int seen = 0;
@@ -82,9 +82,9 @@ NvDevice::NvDevice(std::shared_ptr<hcq::Os> os, const NvOptions& o) : Device(o.n
     if (c.valid && seen++ == o.index) card = &c;
   if (!card) throw Error(name() + ": the NVIDIA driver lists " + std::to_string(seen) + " GPU(s); there is no GPU " + std::to_string(o.index));
   r.dev_path = "/dev/nvidia" + std::to_string(card->minor_number);
-  r.dev = hcq::Fd(*r.os, r.dev_path, O_RDWR);
+  r.dev = sys::Fd(*r.os, r.dev_path, O_RDWR);
   rm::nv_ioctl_register_fd_t reg{r.ctl.get()};
-  hcq::check_ioctl(r.os->ioctl(r.dev.get(), rm::rm_ioctl(rm::NV_ESC_REGISTER_FD, sizeof reg), &reg), "NV_ESC_REGISTER_FD on " + r.dev_path);
+  sys::check_ioctl(r.os->ioctl(r.dev.get(), rm::rm_ioctl(rm::NV_ESC_REGISTER_FD, sizeof reg), &reg), "NV_ESC_REGISTER_FD on " + r.dev_path);
   rm::NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS id{};
   id.gpuId = card->gpu_id;
   r.control(r.root, rm::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &id, sizeof id, "GPU_GET_ID_INFO_V2");
@@ -125,15 +125,15 @@ NvDevice::NvDevice(std::shared_ptr<hcq::Os> os, const NvOptions& o) : Device(o.n
   // The doorbell page.
   uint32_t usermode = r.alloc(r.subdevice, facts_.usermode_class, nullptr, "the usermode (doorbell) object", r.new_handle());
   {
-    hcq::Fd fd(*r.os, r.dev_path, O_RDWR);
-    hcq::check_ioctl(r.os->ioctl(fd.get(), rm::rm_ioctl(rm::NV_ESC_REGISTER_FD, sizeof reg), &reg), "NV_ESC_REGISTER_FD on " + r.dev_path);
+    sys::Fd fd(*r.os, r.dev_path, O_RDWR);
+    sys::check_ioctl(r.os->ioctl(fd.get(), rm::rm_ioctl(rm::NV_ESC_REGISTER_FD, sizeof reg), &reg), "NV_ESC_REGISTER_FD on " + r.dev_path);
     rm::nv_ioctl_nvos33_parameters_with_fd mp{};
     mp.params.hClient = r.root, mp.params.hDevice = r.device, mp.params.hMemory = usermode, mp.params.length = rm::NVC361_NV_USERMODE__SIZE;
     mp.fd = fd.get();
-    hcq::check_ioctl(r.os->ioctl(r.ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_MAP_MEMORY, sizeof mp), &mp), "NV_ESC_RM_MAP_MEMORY of the doorbell page");
+    sys::check_ioctl(r.os->ioctl(r.ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_MAP_MEMORY, sizeof mp), &mp), "NV_ESC_RM_MAP_MEMORY of the doorbell page");
     if (mp.params.status != rm::NV_OK) r.fail(mp.params.status, "RM_MAP_MEMORY of the doorbell page");
-    hcq::Mapping page(*r.os, rm::NVC361_NV_USERMODE__SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-    doorbell_ = std::make_unique<hcq::MappedDoorbell>(page.data() + rm::NVC361_NOTIFY_CHANNEL_PENDING, 32, name() + " doorbell");
+    sys::Mapping page(*r.os, rm::NVC361_NV_USERMODE__SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    doorbell_ = std::make_unique<sys::MappedDoorbell>(page.data() + rm::NVC361_NOTIFY_CHANNEL_PENDING, 32, name() + " doorbell");
     doorbell_page_ = std::move(page);
   }
   rm::NV2080_CTRL_PERF_BOOST_PARAMS boost{};
@@ -485,7 +485,7 @@ std::shared_ptr<hcq::Program> NvDevice::load(std::shared_ptr<const codegen::Comp
   return std::make_shared<NvProgram>(*this, std::move(kernel));
 }
 
-std::unique_ptr<hcq::Device> open_nv(std::shared_ptr<hcq::Os> os, const NvOptions& o) { return std::make_unique<NvDevice>(std::move(os), o); }
+std::unique_ptr<hcq::Device> open_nv(std::shared_ptr<sys::Os> os, const NvOptions& o) { return std::make_unique<NvDevice>(std::move(os), o); }
 
 PushSnapshot last_submission(hcq::Device& dev, bool copy) {
   auto* d = dynamic_cast<NvDevice*>(&dev);

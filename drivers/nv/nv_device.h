@@ -3,7 +3,7 @@
 // space owned by UVM, a channel group with a compute and a copy channel), memory mapped at one address
 // for CPU and GPU, GPFIFO + pushbuffer submission with flow control, QMD launches and copy-engine
 // copies built from the hw/nv tables. Every system call goes through the Os seam, so the same code
-// drives a real GPU (PosixOs) and the emulated Hopper (`emu:nv`, emu/nv/rm_model.h).
+// drives a real GPU (PosixOs) and the emulated Hopper (`emu:nv`, emu/nv/rm/rm_model.h).
 //
 // Driver branches: the version is read first with structures every branch shares, then the
 // per-branch ABI (570, 580, 610) is chosen; another branch is refused naming the version.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hcq/device.h"
-#include "hcq/os.h"
+#include "sys/os.h"
 
 namespace ugpu::nv {
 
@@ -29,7 +29,7 @@ struct NvOptions {
 
 // Opens the GPU; throws Error saying what is missing (no /dev/nvidiactl, permissions, an unsupported
 // driver branch, a RM status named).
-std::unique_ptr<hcq::Device> open_nv(std::shared_ptr<hcq::Os> os, const NvOptions& o = {});
+std::unique_ptr<hcq::Device> open_nv(std::shared_ptr<sys::Os> os, const NvOptions& o = {});
 
 // Introspection for tests and `ugpu decode --nv`: the pushbuffer of the last submission on a channel,
 // read back from where it ran (the ring or bound memory), so call it before newer work overwrites it.

@@ -38,7 +38,7 @@ VaWindow& va_window() {
 
 }  // namespace
 
-std::shared_ptr<Rm> Rm::open(std::shared_ptr<hcq::Os> os, const std::string& name) {
+std::shared_ptr<Rm> Rm::open(std::shared_ptr<sys::Os> os, const std::string& name) {
   auto r = std::make_shared<Rm>();
   r->os = std::move(os);
   r->name = name;
@@ -46,8 +46,8 @@ std::shared_ptr<Rm> Rm::open(std::shared_ptr<hcq::Os> os, const std::string& nam
     throw Error(name + ": no NVIDIA GPU: /dev/nvidiactl does not exist (is the nvidia kernel module loaded? `lsmod | grep nvidia`; "
                        "nouveau cannot be used)");
   try {
-    r->ctl = hcq::Fd(*r->os, "/dev/nvidiactl", O_RDWR);
-  } catch (const hcq::OsError& e) {
+    r->ctl = sys::Fd(*r->os, "/dev/nvidiactl", O_RDWR);
+  } catch (const sys::OsError& e) {
     throw Error(name + ": cannot open /dev/nvidiactl: " + e.what() + (e.err() == EACCES ? " — check the permissions of /dev/nvidia* (the video group)" : ""));
   }
   // The root client and the version come first, with structs every branch shares.
@@ -67,12 +67,12 @@ std::shared_ptr<Rm> Rm::open(std::shared_ptr<hcq::Os> os, const std::string& nam
       void* p = r->os->mmap(reinterpret_cast<void*>(at), kSmallPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
       r->unified = p == reinterpret_cast<void*>(at);
       r->os->munmap(p, kSmallPage);
-    } catch (const hcq::OsError& e) {
+    } catch (const sys::OsError& e) {
       if (e.err() != EEXIST) throw;
     }
   }
-  r->uvm = hcq::Fd(*r->os, "/dev/nvidia-uvm", O_RDWR);
-  r->uvm_mm = hcq::Fd(*r->os, "/dev/nvidia-uvm", O_RDWR);
+  r->uvm = sys::Fd(*r->os, "/dev/nvidia-uvm", O_RDWR);
+  r->uvm_mm = sys::Fd(*r->os, "/dev/nvidia-uvm", O_RDWR);
   rm::UVM_INITIALIZE_PARAMS init{};
   r->uvm_call(rm::UVM_INITIALIZE, init, "UVM_INITIALIZE");
   rm::UVM_MM_INITIALIZE_PARAMS mm{};
@@ -103,7 +103,7 @@ uint32_t Rm::alloc(uint32_t parent, uint32_t cls, void* params, const std::strin
   p.hClass = cls;
   p.pAllocParms = reinterpret_cast<uint64_t>(params);
   int r = os->ioctl(ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_ALLOC, sizeof p), &p);
-  if (r < 0) hcq::check_ioctl(r, "NV_ESC_RM_ALLOC of " + what + " on /dev/nvidiactl (" + name + ")");
+  if (r < 0) sys::check_ioctl(r, "NV_ESC_RM_ALLOC of " + what + " on /dev/nvidiactl (" + name + ")");
   if (p.status != rm::NV_OK) fail(p.status, "RM_ALLOC of " + what + " (class " + hex(cls) + ")");
   return p.hObjectNew;
 }
@@ -116,7 +116,7 @@ void Rm::control(uint32_t object, uint32_t cmd, void* params, uint32_t size, con
   p.params = reinterpret_cast<uint64_t>(params);
   p.paramsSize = size;
   int r = os->ioctl(ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_CONTROL, sizeof p), &p);
-  if (r < 0) hcq::check_ioctl(r, "NV_ESC_RM_CONTROL " + what + " on /dev/nvidiactl (" + name + ")");
+  if (r < 0) sys::check_ioctl(r, "NV_ESC_RM_CONTROL " + what + " on /dev/nvidiactl (" + name + ")");
   if (p.status != rm::NV_OK) fail(p.status, "RM control " + what + " (" + hex(cmd) + ")");
 }
 
@@ -127,15 +127,15 @@ void Rm::free(uint32_t parent, uint32_t object) noexcept {
 
 void Rm::uvm_ioctl(unsigned long nr, void* p, const uint32_t* status, const std::string& what, bool mm) {
   int r = os->ioctl(mm ? uvm_mm.get() : uvm.get(), nr, p);
-  if (r < 0) hcq::check_ioctl(r, what + " on /dev/nvidia-uvm (" + name + ")", r == -ENOTTY ? "the nvidia-uvm module does not know this ioctl" : "");
+  if (r < 0) sys::check_ioctl(r, what + " on /dev/nvidia-uvm (" + name + ")", r == -ENOTTY ? "the nvidia-uvm module does not know this ioctl" : "");
   if (*status != rm::NV_OK) fail(*status, what);
 }
 
 int Rm::fresh_fd(bool control) {
-  hcq::Fd fd(*os, control ? "/dev/nvidiactl" : dev_path, O_RDWR);
+  sys::Fd fd(*os, control ? "/dev/nvidiactl" : dev_path, O_RDWR);
   if (!control) {
     rm::nv_ioctl_register_fd_t reg{ctl.get()};
-    hcq::check_ioctl(os->ioctl(fd.get(), rm::rm_ioctl(rm::NV_ESC_REGISTER_FD, sizeof reg), &reg), "NV_ESC_REGISTER_FD on " + dev_path);
+    sys::check_ioctl(os->ioctl(fd.get(), rm::rm_ioctl(rm::NV_ESC_REGISTER_FD, sizeof reg), &reg), "NV_ESC_REGISTER_FD on " + dev_path);
   }
   return fd.release();
 }
@@ -153,7 +153,7 @@ uint64_t Rm::reserve(uint64_t size, uint64_t align) {
     void* got = nullptr;
     try {
       got = os->mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    } catch (const hcq::OsError& e) {
+    } catch (const sys::OsError& e) {
       if (e.err() != EEXIST) throw;
       continue;  // another mapping of the process is there: leave that range allocated and try another
     }
@@ -188,7 +188,7 @@ void Rm::map_to_gpu(const Memory& m, uint64_t) {
               rm::NVOS46_FLAGS_DMA_OFFSET_FIXED.num(rm::NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE);
     p.dmaOffset = m.va;
     int r = os->ioctl(ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_MAP_MEMORY_DMA, sizeof p), &p);
-    if (r < 0) hcq::check_ioctl(r, "NV_ESC_RM_MAP_MEMORY_DMA on /dev/nvidiactl (" + name + ")", "a struct size the driver refuses: branch " + std::string(abi->name));
+    if (r < 0) sys::check_ioctl(r, "NV_ESC_RM_MAP_MEMORY_DMA on /dev/nvidiactl (" + name + ")", "a struct size the driver refuses: branch " + std::string(abi->name));
     if (p.status != rm::NV_OK) fail(p.status, "RM_MAP_MEMORY_DMA at " + hex(m.va));
     if (p.dmaOffset != m.va) throw Error(name + ": RM mapped the memory at " + hex(p.dmaOffset) + ", not at the fixed address " + hex(m.va));
   });
@@ -248,7 +248,7 @@ std::shared_ptr<Rm::Memory> Rm::alloc_memory(uint64_t size, Where where, bool wr
       p.params.limit = size - 1;
       p.fd = -1;
       int r = os->ioctl(dev.get(), rm::rm_ioctl(rm::NV_ESC_RM_ALLOC_MEMORY, sizeof p), &p);
-      if (r < 0) hcq::check_ioctl(r, "NV_ESC_RM_ALLOC_MEMORY on " + dev_path + " (" + name + ")");
+      if (r < 0) sys::check_ioctl(r, "NV_ESC_RM_ALLOC_MEMORY on " + dev_path + " (" + name + ")");
       if (p.params.status != rm::NV_OK) fail(p.params.status, "RM_ALLOC_MEMORY of " + std::to_string(size) + " bytes of host memory");
       rm_object = true;
     } else {
@@ -271,14 +271,14 @@ std::shared_ptr<Rm::Memory> Rm::alloc_memory(uint64_t size, Where where, bool wr
       rm_object = true;
       // The CPU mapping: RM_MAP_MEMORY names a fresh fd, whose mmap then maps the memory (vidmem
       // through BAR1 on a /dev/nvidiaN fd, sysmem on a /dev/nvidiactl fd).
-      hcq::Fd fd(*os, fresh_fd(!vid));
+      sys::Fd fd(*os, fresh_fd(!vid));
       rm::nv_ioctl_nvos33_parameters_with_fd p{};
       p.params.hClient = root, p.params.hDevice = device, p.params.hMemory = m->handle;
       p.params.length = size;
       p.params.flags = write_combined ? rm::NVOS33_FLAGS_CACHING_TYPE.num(rm::NVOS33_FLAGS_CACHING_TYPE_WRITECOMBINED) : 0;
       p.fd = fd.get();
       int r = os->ioctl(ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_MAP_MEMORY, sizeof p), &p);
-      if (r < 0) hcq::check_ioctl(r, "NV_ESC_RM_MAP_MEMORY on /dev/nvidiactl (" + name + ")");
+      if (r < 0) sys::check_ioctl(r, "NV_ESC_RM_MAP_MEMORY on /dev/nvidiactl (" + name + ")");
       if (p.params.status != rm::NV_OK) fail(p.params.status, "RM_MAP_MEMORY of " + std::to_string(size) + " bytes");
       m->host = os->mmap(unified ? at : nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | (unified ? MAP_FIXED : 0), fd.get(), 0);
     }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "hcq/allocator.h"
-#include "hcq/os.h"
+#include "sys/os.h"
 #include "hw/nv/rm_abi.h"
 
 namespace ugpu::nv {
@@ -24,9 +24,9 @@ class RmError : public Error {
 };
 
 struct Rm : std::enable_shared_from_this<Rm> {
-  std::shared_ptr<hcq::Os> os;
+  std::shared_ptr<sys::Os> os;
   std::string name;  // the device string, for messages
-  hcq::Fd ctl, dev, uvm, uvm_mm;
+  sys::Fd ctl, dev, uvm, uvm_mm;
   std::string dev_path;  // /dev/nvidiaN
   uint32_t root = 0, device = 0, subdevice = 0, virtmem = 0, vaspace = 0;
   std::string version;               // "580.105.08"
@@ -35,7 +35,7 @@ struct Rm : std::enable_shared_from_this<Rm> {
 
   // Opens /dev/nvidiactl, allocates the root client and reads the driver version (with structs every
   // branch shares), then picks the branch; an unsupported branch is an Error naming the version.
-  static std::shared_ptr<Rm> open(std::shared_ptr<hcq::Os> os, const std::string& name);
+  static std::shared_ptr<Rm> open(std::shared_ptr<sys::Os> os, const std::string& name);
 
   uint32_t alloc(uint32_t parent, uint32_t cls, void* params, const std::string& what, uint32_t handle = 0);
   void control(uint32_t object, uint32_t cmd, void* params, uint32_t size, const std::string& what);

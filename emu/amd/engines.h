@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "emu/amd/executor.h"
+#include "emu/amd/rdna3/executor.h"
 #include "emu/amd/gpu_memory.h"
 #include "hw/amd/packets.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "emu/amd/executor.h"
+#include "emu/amd/rdna3/executor.h"
 
 namespace ugpu::emu::amd {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "emu/nv/gpu_memory.h"
-#include "emu/nv/ptx.h"
+#include "emu/nv/ptx/ptx.h"
 #include "hw/nv/methods.h"
 
 namespace ugpu::emu::nv {

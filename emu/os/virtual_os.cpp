@@ -9,7 +9,7 @@
 #include <cstring>
 
 namespace ugpu::emu {
-using hcq::throw_os_error;
+using sys::throw_os_error;
 
 namespace {
 constexpr size_t kPage = 4096;
@@ -133,7 +133,7 @@ std::string VirtualOs::place(const std::string& path) {
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     int err;
     std::string r = resolve(dir + "/" + parts[i], true, err);
-    if (err) throw Error("VirtualOs: cannot add " + path + ": " + hcq::errno_name(err) + " at " + r);
+    if (err) throw Error("VirtualOs: cannot add " + path + ": " + sys::errno_name(err) + " at " + r);
     auto it = nodes_.find(r);
     if (it == nodes_.end())
       nodes_[r] = std::make_shared<Node>(Node{Node::kDir, {}, {}, {}});
@@ -179,7 +179,7 @@ void VirtualOs::set_errno_on_open(const std::string& path, int err) {
   int e;
   std::string r = resolve(path, true, e);
   if (e)
-    throw Error("VirtualOs: set_errno_on_open(" + path + "): a directory on the way is missing (" + hcq::errno_name(e) + ")");
+    throw Error("VirtualOs: set_errno_on_open(" + path + "): a directory on the way is missing (" + sys::errno_name(e) + ")");
   if (err)
     open_errno_[r] = err;
   else
@@ -376,7 +376,7 @@ size_t VirtualOs::pwrite(int fd, std::span<const uint8_t> src, uint64_t offset) 
 }
 
 std::string VirtualOs::read_file(const std::string& path) {
-  hcq::Fd fd(*this, path, O_RDONLY);
+  sys::Fd fd(*this, path, O_RDONLY);
   std::string out;
   uint8_t buf[4096];
   while (size_t n = pread(fd.get(), buf, out.size())) out.append(reinterpret_cast<char*>(buf), n);
@@ -384,7 +384,7 @@ std::string VirtualOs::read_file(const std::string& path) {
 }
 
 void VirtualOs::write_file(const std::string& path, std::string_view contents) {
-  hcq::Fd fd(*this, path, O_WRONLY | O_TRUNC);
+  sys::Fd fd(*this, path, O_WRONLY | O_TRUNC);
   if (pwrite(fd.get(), {reinterpret_cast<const uint8_t*>(contents.data()), contents.size()}, 0) != contents.size())
     throw_os_error(EIO, "write " + path + " (short write)");
 }

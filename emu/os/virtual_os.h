@@ -4,7 +4,7 @@
 //
 // It behaves like Linux where drivers can tell: unknown paths are ENOENT, symlinks are followed
 // (relative targets from the link's directory, ".." after the link as the kernel does), reads of
-// write-only fds are EBADF, mmap beyond a file is EINVAL, and errors are hcq::OsError with the same
+// write-only fds are EBADF, mmap beyond a file is EINVAL, and errors are sys::OsError with the same
 // messages PosixOs gives. Limits: no working directory (relative paths start at /), no permissions
 // beyond set_errno_on_open, MAP_FIXED only for device files that map pages and only inside a mapping
 // this VirtualOs made (a reservation), no partial munmap, and no hugepages (MAP_HUGETLB fails with
@@ -19,7 +19,7 @@
 #include <span>
 #include <string>
 
-#include "hcq/os.h"
+#include "sys/os.h"
 
 namespace ugpu::emu {
 
@@ -49,10 +49,10 @@ struct FunctionFile : VirtualFile {
   long pwrite(std::span<const uint8_t> s, uint64_t o) override { return on_pwrite ? on_pwrite(s, o) : -EINVAL; }
 };
 // Called on every open(path, flags) of a device node: a fresh file per open (per-fd driver state),
-// or the same one; it may throw hcq::OsError to refuse (EBUSY).
+// or the same one; it may throw sys::OsError to refuse (EBUSY).
 using VirtualFileFactory = std::function<std::shared_ptr<VirtualFile>(int flags)>;
 
-class VirtualOs : public hcq::Os {
+class VirtualOs : public sys::Os {
  public:
   VirtualOs();
   ~VirtualOs() override;

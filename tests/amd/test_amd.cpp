@@ -20,7 +20,7 @@
 #include "codegen/examples.h"
 #include "drivers/amd/kfd_device.h"
 #include "drivers/devices.h"
-#include "emu/amd/kfd_model.h"
+#include "emu/amd/kfd/kfd_model.h"
 #include "hw/amd/kfd.h"
 #include "hw/amd/pm4.h"
 #include "hw/amd/sdma6_packets.h"
@@ -54,7 +54,7 @@ struct EmuSystem {
 // wants (the driver under test would never send these).
 struct RawKfd {
   emu::VirtualOs& os;
-  hcq::Fd kfd, render;
+  sys::Fd kfd, render;
   uint32_t gpu_id = 0;
   explicit RawKfd(emu::VirtualOs& o, bool acquire = true) : os(o), kfd(o, "/dev/kfd", O_RDWR), render(o, "/dev/dri/renderD128", O_RDWR) {
     gpu_id = static_cast<uint32_t>(std::stoul(os.read_file("/sys/devices/virtual/kfd/kfd/topology/nodes/1/gpu_id")));

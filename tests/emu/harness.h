@@ -11,7 +11,7 @@
 #include "codegen/compiler.h"
 #include "codegen/elf.h"
 #include "codegen/llvm.h"
-#include "emu/amd/executor.h"
+#include "emu/amd/rdna3/executor.h"
 
 namespace ugpu::test {
 

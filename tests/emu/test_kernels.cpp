@@ -13,7 +13,7 @@
 #include "../codegen/run.h"
 #include "../codegen/suite.h"
 #include "codegen/examples.h"
-#include "emu/amd/inst.h"
+#include "emu/amd/rdna3/inst.h"
 #include "harness.h"
 #include "ir/dtype.h"
 

@@ -19,7 +19,7 @@
 #include "drivers/devices.h"
 #include "drivers/nv/nv_device.h"
 #include "drivers/nv/rm.h"
-#include "emu/nv/rm_model.h"
+#include "emu/nv/rm/rm_model.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
 #include "hw/nv/rm_abi.h"

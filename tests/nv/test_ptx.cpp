@@ -1,4 +1,4 @@
-// The PTX executor (emu/nv/ptx.h): the kernel suite compiled for sm_90 and run from its PTX, compared
+// The PTX executor (emu/nv/ptx/ptx.h): the kernel suite compiled for sm_90 and run from its PTX, compared
 // with the same kernel compiled for x86 and run on the host (itself checked against scalar references
 // in tests/codegen/test_kernels.cpp) — bit-exact, except where noted; hand-written PTX for faults,
 // parse errors, interrupts, divergence, barriers, special registers and generic addressing; and
@@ -23,7 +23,7 @@
 #include "codegen/compiler.h"
 #include "codegen/examples.h"
 #include "common/error.h"
-#include "emu/nv/ptx.h"
+#include "emu/nv/ptx/ptx.h"
 #include "ir/dtype.h"
 
 using namespace ugpu;
