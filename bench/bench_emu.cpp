@@ -13,7 +13,7 @@
 
 #include "codegen/examples.h"
 #include "ir/text.h"
-#include "../tests/emu/harness.h"
+#include "tests/emu/harness.h"
 
 using namespace ugpu;
 using Clock = std::chrono::steady_clock;

@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "codegen/compiler.h"
-#include "drivers/amd/kfd_device.h"
+#include "drivers/amd/kfd/kfd.h"
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/nv/nv_device.h"
 #include "emu/amd/kfd/kfd_model.h"
@@ -17,14 +17,14 @@ struct Driver {
   std::function<std::unique_ptr<hcq::Device>()> open;
 };
 std::unique_ptr<hcq::Device> open_amd_kfd() {
-  amd::KfdOptions o;
+  amd::AmdOptions o;
   return amd::open_kfd(std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}), o);
 }
 // The emulated card lives in its own VirtualOs, which the device keeps.
 std::unique_ptr<hcq::Device> open_emu_amd() {
   auto os = std::make_shared<emu::VirtualOs>();
   emu::amd::install_kfd_gpu(*os);
-  amd::KfdOptions o;
+  amd::AmdOptions o;
   o.name = "emu:amd", o.kind = "emulated gpu";
   return amd::open_kfd(os, o);
 }

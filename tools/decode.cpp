@@ -9,7 +9,7 @@
 
 #include "codegen/examples.h"
 #include "common/error.h"
-#include "drivers/amd/kfd_device.h"
+#include "drivers/amd/amd_device.h"
 #include "drivers/devices.h"
 #include "drivers/nv/nv_device.h"
 #include "hw/amd/packets.h"

@@ -1,4 +1,4 @@
-// Shared by the files of the KFD driver: the device, its queues (PM4, SDMA) and programs.
+// Shared by the files of the AMD driver: the device, its queues (PM4, SDMA) and programs.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -11,36 +11,21 @@
 
 #include "codegen/code_object.h"
 #include "codegen/compiler.h"
-#include "drivers/amd/kfd_device.h"
+#include "drivers/amd/amd_device.h"
+#include "drivers/amd/interface.h"
 #include "hcq/in_flight.h"
-#include "sys/mmio.h"
-#include "hw/amd/kfd.h"
+#include "hw/amd/compute_regs.h"
 #include "hw/amd/packets.h"
+#include "sys/mmio.h"
 
 namespace ugpu::amd {
 
-class KfdDevice;
-
-// The open KFD: fds and ioctls. Shared with every allocation's deleter, so memory freed after the
-// device object is gone still goes back through the same fds.
-struct Kfd : std::enable_shared_from_this<Kfd> {
-  std::shared_ptr<sys::Os> os;
-  sys::Fd kfd, render;
-  uint32_t gpu_id = 0;
-  std::string name;
-  int ioctl(unsigned long req, void* arg, const char* what, const std::string& hint = {}) const;
-  struct Memory {
-    uint64_t va = 0, size = 0, handle = 0;
-    void* host = nullptr;
-  };
-  // flags: hw::amd::kfd::mem. cpu: map it for the CPU at the GPU address.
-  std::shared_ptr<Memory> alloc(uint64_t size, uint32_t flags, bool cpu);
-};
+class AmdDevice;
 
 // A kernel loaded into GPU memory, with the register values its dispatch needs.
 class AmdProgram : public hcq::Program {
  public:
-  AmdProgram(KfdDevice& dev, std::shared_ptr<const codegen::CompiledKernel> k);
+  AmdProgram(AmdDevice& dev, std::shared_ptr<const codegen::CompiledKernel> k);
   std::shared_ptr<const codegen::CompiledKernel> kernel;
   codegen::AmdKernelInfo info;
   hcq::Buffer code;
@@ -56,7 +41,7 @@ class AmdProgram : public hcq::Program {
 struct Ring {
   bool sdma = false;
   uint32_t queue_id = 0;
-  std::shared_ptr<Kfd::Memory> ring, gart, eop, cwsr;
+  std::shared_ptr<AmdInterface::Memory> ring, gart;
   uint32_t* words = nullptr;
   uint64_t dwords = 0;               // ring size
   uint64_t* wptr = nullptr;          // in the gart page: what the engine reads (dwords for PM4, bytes for SDMA)
@@ -84,20 +69,21 @@ class AmdQueue : public hcq::HWQueue {
   virtual void indirect(std::vector<uint32_t>& out, uint64_t va, size_t dwords) const = 0;
   virtual void retire(std::vector<uint32_t>& out, uint64_t address, uint32_t position) const = 0;
 };
-std::unique_ptr<AmdQueue> make_pm4_queue(KfdDevice& dev);
-std::unique_ptr<AmdQueue> make_sdma_queue(KfdDevice& dev);
+std::unique_ptr<AmdQueue> make_pm4_queue(AmdDevice& dev);
+std::unique_ptr<AmdQueue> make_sdma_queue(AmdDevice& dev);
 void append_nop(std::vector<uint32_t>& out, bool sdma, size_t dwords);  // padding of exactly `dwords`
 
-class KfdDevice : public hcq::Device {
+// The device: everything but the way in (drivers/amd/interface.h), which it owns.
+class AmdDevice : public hcq::Device {
  public:
-  KfdDevice(std::shared_ptr<sys::Os> os, const KfdOptions& o);
-  ~KfdDevice() override;
+  AmdDevice(std::unique_ptr<AmdInterface> way_in, const AmdOptions& o);
+  ~AmdDevice() override;
 
   std::unique_ptr<hcq::HWQueue> compute_queue() override { return make_pm4_queue(*this); }
   std::unique_ptr<hcq::HWQueue> copy_queue() override { return make_sdma_queue(*this); }
   bool copy_ring_separate() const override { return true; }
   hcq::DeviceInfo info() const override { return info_; }
-  std::string target() const override { return arch_; }
+  std::string target() const override { return way_in_->facts().arch; }
   std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;
   uint64_t clock_hz() const override { return 100'000'000; }
   uint64_t submit_commands(hcq::HWQueue& q) override;
@@ -106,9 +92,10 @@ class KfdDevice : public hcq::Device {
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
 
   // Used by queues and programs.
-  const hw::amd::IpBases& bases() const { return bases_; }
-  uint64_t mailbox() const { return mailbox_; }  // where the queue event's mailbox is
-  uint32_t event_id() const { return queue_event_; }
+  const hw::amd::IpBases& bases() const { return way_in_->facts().bases; }
+  const hw::amd::ComputeRegisters& regs() const { return *regs_; }
+  uint32_t reg_address(const hw::amd::Register& r) const { return hw::amd::address_of(r, bases()); }
+  AmdInterface::Interrupt interrupt() const { return interrupt_; }
   struct Scratch {
     uint64_t base = 0;
     uint32_t tmpring = 0;  // COMPUTE_TMPRING_SIZE
@@ -116,29 +103,22 @@ class KfdDevice : public hcq::Device {
   Scratch scratch_for(const AmdProgram& p);  // grows the scratch area when p needs more
   void invalidate_code();                    // the instruction cache, after code was written
   Ring& ring(bool sdma) { return sdma ? *sdma_ : *compute_; }
-  uint32_t cu_count() const { return cu_count_; }
 
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override;
-  hcq::Buffer alloc_staging(size_t bytes) override;  // userptr: the process's own pages, mapped for the GPU
+  hcq::Buffer alloc_staging(size_t bytes) override;  // the process's own pages, mapped for the GPU
   void sleep_for_progress(std::chrono::microseconds max) override;
   void on_fail() override;
 
  private:
   std::unique_ptr<Ring> create_ring(bool sdma, size_t bytes);
-  void check_exceptions();  // turns a signalled memory / hardware exception event into fail()
+  hcq::Buffer buffer(uint64_t bytes, AmdInterface::MemoryKind kind);
+  void check_exceptions();  // turns a reported fault into fail()
 
-  std::shared_ptr<Kfd> kfd_;
+  std::unique_ptr<AmdInterface> way_in_;
+  const hw::amd::ComputeRegisters* regs_ = nullptr;
+  AmdInterface::Interrupt interrupt_;
   hcq::DeviceInfo info_;
-  std::string arch_;
-  hw::amd::IpBases bases_;
-  std::map<std::string, uint64_t> props_;
-  uint32_t cu_count_ = 0, scratch_slots_ = 32;
-  hw::amd::kfd::CwsrSizes cwsr_{};
-  std::shared_ptr<Kfd::Memory> event_page_;
-  uint32_t queue_event_ = 0, memory_event_ = 0, hw_event_ = 0;
-  uint64_t mailbox_ = 0;
-  sys::Mapping doorbells_;
   std::unique_ptr<Ring> compute_, sdma_;
   std::mutex scratch_mu_;
   hcq::Buffer scratch_;

@@ -7,7 +7,7 @@
 
 namespace ugpu::amd {
 
-AmdProgram::AmdProgram(KfdDevice& dev, std::shared_ptr<const codegen::CompiledKernel> k) : kernel(std::move(k)) {
+AmdProgram::AmdProgram(AmdDevice& dev, std::shared_ptr<const codegen::CompiledKernel> k) : kernel(std::move(k)) {
   name = kernel->kernel.name;
   const std::string what = "kernel " + name;
   size_t size = codegen::link_elf(kernel->binary, codegen::ElfMachine::AMDGPU, 0, what).bytes.size();

@@ -4,14 +4,12 @@
 #include <cstring>
 
 #include "drivers/amd/internal.h"
-#include "hw/amd/gfx11_regs.h"
 #include "hw/amd/pm4.h"
 #include "hw/amd/sdma6_packets.h"
 
 namespace ugpu::amd {
 namespace pm4 = hw::amd::pm4;
 namespace sdma = hw::amd::sdma6;
-namespace gfx11 = hw::amd::gfx11;
 using hcq::Val;
 using hw::amd::Packet;
 
@@ -19,10 +17,10 @@ namespace {
 
 class AmdQueueBase : public AmdQueue {
  public:
-  AmdQueueBase(KfdDevice& dev, bool sdma) : AmdQueue(dev, sdma), dev_(dev) {}
+  AmdQueueBase(AmdDevice& dev, bool sdma) : AmdQueue(dev, sdma), dev_(dev) {}
 
  protected:
-  KfdDevice& dev_;
+  AmdDevice& dev_;
   // Emits packet `pk` with `vars` (field, value) filled in: constants directly, variables as patch slots.
   template <class P>
   void emit(Packet<P>& pk, std::initializer_list<std::pair<typename P::F, Val>> vars = {}) {
@@ -49,13 +47,9 @@ class AmdQueueBase : public AmdQueue {
   }
 };
 
-uint32_t reg_address(const KfdDevice& dev, const gfx11::Register& r) {
-  return (r.ip == gfx11::Ip::GC ? dev.bases().gc[r.segment] : dev.bases().nbio[r.segment]) + r.offset;
-}
-
 class Pm4Queue final : public AmdQueueBase {
  public:
-  explicit Pm4Queue(KfdDevice& dev) : AmdQueueBase(dev, false) {}
+  explicit Pm4Queue(AmdDevice& dev) : AmdQueueBase(dev, false) {}
 
   void invalidate_instruction_cache() override {
     Packet<pm4::AcquireMem> a;
@@ -94,8 +88,9 @@ class Pm4Queue final : public AmdQueueBase {
     Packet<pm4::ReleaseMem> p = release(0, pm4::kData64);
     emit(p, {{pm4::ReleaseMem::address, s}, {pm4::ReleaseMem::data, v}});
     // ...and the event interrupt that wakes a host sleeping in WAIT_EVENTS.
-    Packet<pm4::ReleaseMem> i = release(dev_.mailbox(), pm4::kData32);
-    i.set(pm4::ReleaseMem::data, dev_.event_id()).set(pm4::ReleaseMem::int_sel, pm4::kIntAfterWrite).set(pm4::ReleaseMem::int_ctxid, dev_.event_id());
+    const AmdInterface::Interrupt irq = dev_.interrupt();
+    Packet<pm4::ReleaseMem> i = release(irq.mailbox, pm4::kData32);
+    i.set(pm4::ReleaseMem::data, irq.event_id).set(pm4::ReleaseMem::int_sel, pm4::kIntAfterWrite).set(pm4::ReleaseMem::int_ctxid, irq.event_id);
     emit(i);
   }
   void emit_timestamp(Val s) override {
@@ -105,7 +100,7 @@ class Pm4Queue final : public AmdQueueBase {
   void emit_memory_barrier() override {
     // HDP flush (host writes through the BAR reach VRAM), then write back and invalidate the caches.
     Packet<pm4::WaitRegMem> h;
-    uint64_t regs = uint64_t{reg_address(dev_, gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_REQ)} << 32 | reg_address(dev_, gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE);
+    uint64_t regs = uint64_t{dev_.reg_address(dev_.regs().hdp_flush_req)} << 32 | dev_.reg_address(dev_.regs().hdp_flush_done);
     h.set(pm4::WaitRegMem::function, pm4::kEqual).set(pm4::WaitRegMem::operation, 1).set(pm4::WaitRegMem::address, regs);
     h.set(pm4::WaitRegMem::reference, 1).set(pm4::WaitRegMem::mask, 1).set(pm4::WaitRegMem::poll_interval, 0x20);
     emit(h);
@@ -115,10 +110,10 @@ class Pm4Queue final : public AmdQueueBase {
     a.set(pm4::AcquireMem::gcr_cntl, g::kGlmWb | g::kGlmInv | g::kGlkWb | g::kGlkInv | g::kGlvInv | g::kGl1Inv | g::kGl2Inv | g::kGl2Wb | g::kSeq);
     emit(a);
   }
-  void set_regs(const gfx11::Register& first, std::initializer_list<uint32_t> values) {
+  void set_regs(const hw::amd::Register& first, std::initializer_list<uint32_t> values) {
     Packet<pm4::SetShReg> h;
     h.dw[0] = hw::amd::packet_header(pm4::SetShReg::format, 2 + values.size());
-    h.set(pm4::SetShReg::reg_offset, reg_address(dev_, first) - pm4::kSetShRegStart);
+    h.set(pm4::SetShReg::reg_offset, dev_.reg_address(first) - pm4::kSetShRegStart);
     emit_words(h.dw);
     for (uint32_t v : values) put32(v);
   }
@@ -157,13 +152,14 @@ class Pm4Queue final : public AmdQueueBase {
     a.set(pm4::AcquireMem::coher_size, 0xffffffff).set(pm4::AcquireMem::coher_size_hi, 0xff).set(pm4::AcquireMem::poll_interval, 10);
     a.set(pm4::AcquireMem::gcr_cntl, g::kGlmInv | g::kGlkInv | g::kGlvInv | g::kGl1Inv);
     emit(a);
-    KfdDevice::Scratch scratch = dev_.scratch_for(p);
-    set_regs(gfx11::COMPUTE_PGM_LO, {static_cast<uint32_t>(p.entry >> 8), static_cast<uint32_t>(p.entry >> 40)});
-    set_regs(gfx11::COMPUTE_PGM_RSRC1, {p.rsrc1, p.rsrc2});
-    set_regs(gfx11::COMPUTE_PGM_RSRC3, {p.rsrc3});
-    set_regs(gfx11::COMPUTE_TMPRING_SIZE, {scratch.tmpring});
-    if (scratch.base) set_regs(gfx11::COMPUTE_DISPATCH_SCRATCH_BASE_LO, {static_cast<uint32_t>(scratch.base >> 8), static_cast<uint32_t>(scratch.base >> 40)});
-    set_regs(gfx11::COMPUTE_RESTART_X, {0, 0, 0});
+    AmdDevice::Scratch scratch = dev_.scratch_for(p);
+    const hw::amd::ComputeRegisters& r = dev_.regs();
+    set_regs(r.pgm_lo, {static_cast<uint32_t>(p.entry >> 8), static_cast<uint32_t>(p.entry >> 40)});
+    set_regs(r.pgm_rsrc1, {p.rsrc1, p.rsrc2});
+    set_regs(r.pgm_rsrc3, {p.rsrc3});
+    set_regs(r.tmpring_size, {scratch.tmpring});
+    if (scratch.base) set_regs(r.dispatch_scratch_base_lo, {static_cast<uint32_t>(scratch.base >> 8), static_cast<uint32_t>(scratch.base >> 40)});
+    set_regs(r.restart_x, {0, 0, 0});
     // User SGPRs in hardware order: private segment buffer, dispatch pointer, kernarg pointer.
     std::vector<uint32_t> user;
     const uint16_t props = p.info.kd.kernel_code_properties;
@@ -178,17 +174,16 @@ class Pm4Queue final : public AmdQueueBase {
     if (!user.empty()) {
       Packet<pm4::SetShReg> h;
       h.dw[0] = hw::amd::packet_header(pm4::SetShReg::format, 2 + user.size());
-      h.set(pm4::SetShReg::reg_offset, reg_address(dev_, gfx11::COMPUTE_USER_DATA_0) - pm4::kSetShRegStart);
+      h.set(pm4::SetShReg::reg_offset, dev_.reg_address(dev_.regs().user_data_0) - pm4::kSetShRegStart);
       emit_words(h.dw);
       emit_words(user);
     }
-    set_regs(gfx11::COMPUTE_RESOURCE_LIMITS, {0});
-    set_regs(gfx11::COMPUTE_START_X, {0, 0, 0, static_cast<uint32_t>(dims.local[0]), static_cast<uint32_t>(dims.local[1]),
+    set_regs(r.resource_limits, {0});
+    set_regs(r.start_x, {0, 0, 0, static_cast<uint32_t>(dims.local[0]), static_cast<uint32_t>(dims.local[1]),
                                       static_cast<uint32_t>(dims.local[2]), 0, 0});
-    namespace init = gfx11::COMPUTE_DISPATCH_INITIATOR_fields;
-    uint32_t initiator = init::COMPUTE_SHADER_EN.set(0, 1);
-    initiator = init::FORCE_START_AT_000.set(initiator, 1);
-    initiator = init::CS_W32_EN.set(initiator, p.info.wave32 ? 1 : 0);
+    uint32_t initiator = r.initiator_compute_shader_en.set(0, 1);
+    initiator = r.initiator_force_start_at_000.set(initiator, 1);
+    initiator = r.initiator_cs_w32_en.set(initiator, p.info.wave32 ? 1 : 0);
     Packet<pm4::DispatchDirect> dd;
     dd.set(pm4::DispatchDirect::dim_x, static_cast<uint64_t>(dims.global[0])).set(pm4::DispatchDirect::dim_y, static_cast<uint64_t>(dims.global[1]));
     dd.set(pm4::DispatchDirect::dim_z, static_cast<uint64_t>(dims.global[2])).set(pm4::DispatchDirect::initiator, initiator);
@@ -210,7 +205,7 @@ class Pm4Queue final : public AmdQueueBase {
 
 class SdmaQueue final : public AmdQueueBase {
  public:
-  explicit SdmaQueue(KfdDevice& dev) : AmdQueueBase(dev, true) {}
+  explicit SdmaQueue(AmdDevice& dev) : AmdQueueBase(dev, true) {}
   void invalidate_instruction_cache() override { throw Error("the SDMA queue has no instruction cache to invalidate"); }
   void indirect(std::vector<uint32_t>& out, uint64_t va, size_t dwords) const override {
     Packet<sdma::Indirect> p;
@@ -243,10 +238,10 @@ class SdmaQueue final : public AmdQueueBase {
       v.var >= 0 ? put32_of(v, 32 * half) : put32(p.dw[3]);
     }
     Packet<sdma::Fence> m;
-    m.set(sdma::Fence::mtype, 3).set(sdma::Fence::addr, dev_.mailbox()).set(sdma::Fence::data, dev_.event_id());
+    m.set(sdma::Fence::mtype, 3).set(sdma::Fence::addr, dev_.interrupt().mailbox).set(sdma::Fence::data, dev_.interrupt().event_id);
     emit(m);
     Packet<sdma::Trap> t;
-    t.set(sdma::Trap::int_context, dev_.event_id());
+    t.set(sdma::Trap::int_context, dev_.interrupt().event_id);
     emit(t);
   }
   void emit_timestamp(Val s) override {
@@ -271,8 +266,8 @@ class SdmaQueue final : public AmdQueueBase {
 
 }  // namespace
 
-std::unique_ptr<AmdQueue> make_pm4_queue(KfdDevice& dev) { return std::make_unique<Pm4Queue>(dev); }
-std::unique_ptr<AmdQueue> make_sdma_queue(KfdDevice& dev) { return std::make_unique<SdmaQueue>(dev); }
+std::unique_ptr<AmdQueue> make_pm4_queue(AmdDevice& dev) { return std::make_unique<Pm4Queue>(dev); }
+std::unique_ptr<AmdQueue> make_sdma_queue(AmdDevice& dev) { return std::make_unique<SdmaQueue>(dev); }
 
 void append_nop(std::vector<uint32_t>& out, bool is_sdma, size_t dwords) {
   if (!dwords) return;

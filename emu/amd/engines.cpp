@@ -309,7 +309,7 @@ bool QueueEngine::dispatch(const DecodedPacket& p) {
   using D = pm4::DispatchDirect;
   namespace init = gfx11::COMPUTE_DISPATCH_INITIATOR_fields;
   namespace tmp = gfx11::COMPUTE_TMPRING_SIZE_fields;
-  auto r = [&](const gfx11::Register& x) { return sh_[gpu_.bases.gc[x.segment] + x.offset - pm4::kSetShRegStart]; };
+  auto r = [&](const hw::amd::Register& x) { return sh_[gpu_.bases.gc[x.segment] + x.offset - pm4::kSetShRegStart]; };
   uint32_t initiator = static_cast<uint32_t>(p.get(D::initiator));
   if (!init::COMPUTE_SHADER_EN.get(initiator)) return device_fault("DISPATCH_DIRECT without COMPUTE_SHADER_EN");
   if (!init::CS_W32_EN.get(initiator)) return device_fault("a wave64 dispatch (CS_W32_EN clear): the emulator runs wave32 only");

@@ -5,16 +5,9 @@
 #include <cstdint>
 
 #include "hw/amd/kernel_descriptor.h"
+#include "hw/amd/registers.h"
 
 namespace ugpu::hw::amd::gfx11 {
-
-enum class Ip : uint8_t { GC, NBIO };
-struct Register {
-  const char* name;
-  Ip ip;
-  uint8_t segment;
-  uint32_t offset;
-};
 
 inline constexpr Register COMPUTE_DISPATCH_INITIATOR{"COMPUTE_DISPATCH_INITIATOR", Ip::GC, 0, 0x1ba0};
 inline constexpr Register COMPUTE_DIM_X{"COMPUTE_DIM_X", Ip::GC, 0, 0x1ba1};

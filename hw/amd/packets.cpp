@@ -114,10 +114,8 @@ DecodedPacket decode_packet(Engine e, std::span<const uint32_t> stream) {
 }
 
 std::string register_name(uint32_t a, const IpBases& b) {
-  for (const gfx11::Register& r : gfx11::kRegisters) {
-    uint32_t base = r.ip == gfx11::Ip::GC ? (r.segment < 2 ? b.gc[r.segment] : 0) : (r.segment < 3 ? b.nbio[r.segment] : 0);
-    if (base + r.offset == a) return r.name;
-  }
+  for (const Register& r : gfx11::kRegisters)
+    if (address_of(r, b) == a) return r.name;
   return "";
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "hw/amd/registers.h"
 
 namespace ugpu::hw::amd {
 
@@ -57,10 +58,6 @@ struct Packet {
 
 // The dword addresses of the register blocks (IP discovery's base addresses: GC segments 0..1, NBIO
 // segment 2), which turn a register's table offset into the address packets carry.
-struct IpBases {
-  uint32_t gc[2] = {0x1260, 0xA000};  // Navi31 (gfx1100)
-  uint32_t nbio[3] = {0x0, 0x14, 0xD20};
-};
 
 // One packet read from a stream. `error` is set (and format may be null) when the words are not a
 // packet these tables know or are malformed: unknown opcode, wrong length, running past the end.

@@ -11,16 +11,18 @@
 #include <random>
 #include <thread>
 
-#include "../codegen/suite.h"
-#include "../emu/harness.h"
-#include "../hcq/device_suite.h"
-#include "../hcq/kernels.h"
+#include "tests/codegen/suite.h"
+#include "tests/emu/harness.h"
+#include "tests/hcq/device_suite.h"
+#include "tests/hcq/kernels.h"
 #include "codegen/llvm.h"
 #include "codegen/compiler.h"
 #include "codegen/examples.h"
-#include "drivers/amd/kfd_device.h"
+#include "drivers/amd/kfd/kfd.h"
 #include "drivers/devices.h"
 #include "emu/amd/kfd/kfd_model.h"
+#include "hw/amd/compute_regs.h"
+#include "hw/amd/gfx11_regs.h"
 #include "hw/amd/kfd.h"
 #include "hw/amd/pm4.h"
 #include "hw/amd/sdma6_packets.h"
@@ -43,7 +45,7 @@ struct EmuSystem {
   std::shared_ptr<emu::VirtualOs> os = std::make_shared<emu::VirtualOs>();
   std::shared_ptr<emu::amd::KfdGpu> gpu;
   explicit EmuSystem(const emu::amd::GpuConfig& cfg = {}) { gpu = emu::amd::install_kfd_gpu(*os, cfg); }
-  std::unique_ptr<hcq::Device> open(amd::KfdOptions o = {}) {
+  std::unique_ptr<hcq::Device> open(amd::AmdOptions o = {}) {
     o.name = "emu:amd";
     return amd::open_kfd(os, o);
   }
@@ -185,6 +187,16 @@ TEST_CASE("amd packets: every table encodes and decodes to the same fields, and 
   // SET_SH_REG names the registers it writes.
   uint32_t sh[] = {hw::amd::packet_header(pm4::SetShReg::format, 4), 0x20c, 0x1234, 0};  // COMPUTE_PGM_LO at GC base 0x1260
   CHECK(hw::amd::describe_packet(hw::amd::decode_packet(hw::amd::Engine::Pm4, sh)).find("COMPUTE_PGM_LO=0x1234, COMPUTE_PGM_HI=0x0") != std::string::npos);
+}
+
+TEST_CASE("amd registers: the compute register table is chosen by GC version; a generation without one is a clear error") {
+  const hw::amd::ComputeRegisters& r = hw::amd::compute_registers(110000);
+  CHECK(std::string(r.generation) == "gfx11");
+  CHECK(r.pgm_lo.offset == hw::amd::gfx11::COMPUTE_PGM_LO.offset);
+  CHECK(hw::amd::address_of(r.pgm_lo, {}) == 0x1260 + 0x1bac);  // Navi31's GC base + the gfx11 offset
+  CHECK(&hw::amd::compute_registers(110003) == &r);             // every gfx11 chip (gfx1103 ...) shares it
+  CHECK_THROWS_WITH(hw::amd::compute_registers(120001), doctest::Contains("no compute register table for GC 12"));
+  CHECK_THROWS_WITH(hw::amd::compute_registers(90402), doctest::Contains("ugpu has: gfx11"));
 }
 
 TEST_CASE("amd emu: the emulated amdkfd validates ioctls as the kernel does (same errno)") {
@@ -388,7 +400,7 @@ TEST_CASE("amd kfd: a hung kernel is a Timeout and an error state; another emula
 
 TEST_CASE("amd kfd: more submissions than the rings hold wait for space and lose nothing") {
   EmuSystem sys;
-  amd::KfdOptions o;
+  amd::AmdOptions o;
   o.compute_ring_bytes = 4096, o.sdma_ring_bytes = 4096;  // 1024 dwords: a few dozen submissions
   auto dev = sys.open(o);
   auto inc = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");

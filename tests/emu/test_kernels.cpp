@@ -10,8 +10,8 @@
 #include <random>
 #include <sstream>
 
-#include "../codegen/run.h"
-#include "../codegen/suite.h"
+#include "tests/codegen/run.h"
+#include "tests/codegen/suite.h"
 #include "codegen/examples.h"
 #include "emu/amd/rdna3/inst.h"
 #include "harness.h"

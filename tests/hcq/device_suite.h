@@ -9,7 +9,7 @@
 #include <cstring>
 #include <random>
 
-#include "../codegen/suite.h"
+#include "tests/codegen/suite.h"
 #include "codegen/examples.h"
 #include "drivers/devices.h"
 #include "ir/dtype.h"

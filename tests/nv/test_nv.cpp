@@ -12,8 +12,8 @@
 #include <cstring>
 #include <thread>
 
-#include "../hcq/device_suite.h"
-#include "../hcq/kernels.h"
+#include "tests/hcq/device_suite.h"
+#include "tests/hcq/kernels.h"
 #include "codegen/compiler.h"
 #include "codegen/ptxas.h"
 #include "drivers/devices.h"

@@ -18,8 +18,8 @@
 #include <sstream>
 #include <thread>
 
-#include "../codegen/run.h"
-#include "../codegen/suite.h"
+#include "tests/codegen/run.h"
+#include "tests/codegen/suite.h"
 #include "codegen/compiler.h"
 #include "codegen/examples.h"
 #include "common/error.h"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "../hcq/device_suite.h"
+#include "tests/hcq/device_suite.h"
 #include "drivers/nv/nv_device.h"
 
 using namespace ugpu;
