@@ -6,7 +6,7 @@
 #include "codegen/compiler.h"
 #include "drivers/amd/kfd/kfd.h"
 #include "drivers/cpu/cpu_device.h"
-#include "drivers/nv/nv_device.h"
+#include "drivers/nv/rm/rm_gpu.h"
 #include "emu/amd/kfd/kfd_model.h"
 #include "emu/nv/rm/rm_model.h"
 
@@ -36,7 +36,7 @@ std::unique_ptr<hcq::Device> open_emu_nv() {
   auto os = std::make_shared<emu::VirtualOs>();
   emu::nv::install_nv_gpu(*os);
   nv::NvOptions o;
-  o.name = "emu:nv", o.kind = "emulated gpu", o.ptx_images = true;
+  o.name = "emu:nv", o.kind = "emulated gpu", o.emulator_runs_ptx = true;
   return nv::open_nv(os, o);
 }
 // Devices join this table as their drivers land (nv, amd:pci ...).

@@ -1,5 +1,4 @@
-// Shared by the files of the NVIDIA driver: the RM client, the device, its channels, queues and
-// programs.
+// Shared by the files of the NVIDIA driver: the device, its channels, queues and programs.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -13,7 +12,7 @@
 #include "codegen/code_object.h"
 #include "codegen/compiler.h"
 #include "drivers/nv/nv_device.h"
-#include "drivers/nv/rm.h"
+#include "drivers/nv/interface.h"
 #include "hcq/in_flight.h"
 #include "sys/mmio.h"
 #include "hw/nv/methods.h"
@@ -50,7 +49,7 @@ class NvProgram : public hcq::Program {
 // One GPFIFO channel with its pushbuffer ring.
 struct Channel {
   bool copy = false;
-  uint32_t handle = 0, token = 0;
+  uint32_t token = 0;
   uint64_t* gpfifo = nullptr;  // host view of the GPFIFO ring
   uint64_t gpfifo_va = 0;
   uint32_t entries = 0;
@@ -61,7 +60,8 @@ struct Channel {
   uint64_t gp_written = 0;     // GPFIFO entries ever written
   uint64_t gp_seen = 0;        // GPFIFO entries the channel had fetched when GPGet was last read
   std::deque<std::pair<uint64_t, uint64_t>> pb_marks;  // (submission position, pushbuffer dwords written after it)
-  std::shared_ptr<Rm::Memory> area, notifier, pushbuffer;
+  std::shared_ptr<void> owner;  // the way in's side of the channel (its ring, USERD, error reporting)
+  std::shared_ptr<NvInterface::Memory> pushbuffer;
   uint64_t pb_freed = 0;       // pushbuffer dwords the GPU is done with, ever
   hcq::SignalRef retired;      // the position of the last finished submission (a semaphore release)
   std::atomic<uint64_t> submitted{0};  // positions handed out
@@ -92,16 +92,17 @@ std::unique_ptr<NvQueue> make_copy_queue(NvDevice& dev);
 // The methods that record a finished submission: a 64-bit semaphore release of `position`.
 void append_retire(std::vector<uint32_t>& out, uint64_t address, uint64_t position);
 
+// The device: everything but the way in (drivers/nv/interface.h), which it owns.
 class NvDevice : public hcq::Device {
  public:
-  NvDevice(std::shared_ptr<sys::Os> os, const NvOptions& o);
+  NvDevice(std::unique_ptr<NvInterface> way_in, const NvOptions& o);
   ~NvDevice() override;
 
   std::unique_ptr<hcq::HWQueue> compute_queue() override { return make_compute_queue(*this); }
   std::unique_ptr<hcq::HWQueue> copy_queue() override { return make_copy_queue(*this); }
   bool copy_ring_separate() const override { return true; }
   hcq::DeviceInfo info() const override { return info_; }
-  std::string target() const override { return arch_; }
+  std::string target() const override { return way_in_->facts().arch; }
   std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;
   uint64_t submit_commands(hcq::HWQueue& q) override;
   bool consumed(uint64_t position) const override;
@@ -112,7 +113,7 @@ class NvDevice : public hcq::Device {
   const hw::nv::QmdLayout& qmd_layout() const { return *qmd_layout_; }
   const ArchFacts& arch() const { return *arch_facts_; }
   uint32_t sass_version() const { return sass_version_; }
-  bool ptx_images() const { return ptx_images_; }
+  bool emulator_runs_ptx() const { return opts_.emulator_runs_ptx; }
   const std::vector<uint32_t>& cbank0_prefix() const { return cbank0_prefix_; }
   struct Local {
     uint64_t address = 0, bytes_per_tpc = 0;
@@ -125,32 +126,26 @@ class NvDevice : public hcq::Device {
 
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override;
-  hcq::Buffer alloc_staging(size_t bytes) override;  // sysmem: what the copy engine reads fastest
+  hcq::Buffer alloc_staging(size_t bytes) override;  // the process's own pages: what the copy engine reads fastest
   void sleep_for_progress(std::chrono::microseconds max) override;
   void on_fail() override;
 
  private:
   std::unique_ptr<Channel> create_channel(bool copy, uint32_t engine_class);
-  void check_errors();  // turns an error notifier into fail()
+  hcq::Buffer buffer(uint64_t bytes, NvInterface::MemoryKind kind);
+  void check_errors();   // turns a channel's reported fault into fail()
   void init_channels();  // SET_OBJECT and the windows
-  void schedule(bool enable);  // GPFIFO_SCHEDULE of the channel group
 
-  std::shared_ptr<Rm> rm_;
+  std::unique_ptr<NvInterface> way_in_;
   hcq::DeviceInfo info_;
   NvFacts facts_;
-  std::string arch_;
   const ArchFacts* arch_facts_ = nullptr;
   const hw::nv::QmdLayout* qmd_layout_ = nullptr;
   uint32_t sass_version_ = 0;
-  bool ptx_images_ = false;
   NvOptions opts_;
   std::vector<uint32_t> cbank0_prefix_;
   uint64_t shared_window_ = 0, local_window_ = 0;
-  uint32_t gpcs_ = 1, tpcs_per_gpc_ = 1, sms_per_tpc_ = 1, max_warps_per_sm_ = 64;
   std::unique_ptr<Channel> compute_, copy_;
-  std::unique_ptr<sys::Doorbell> doorbell_;
-  sys::Mapping doorbell_page_;
-  uint32_t tsg_ = 0, ctxshare_ = 0, debugger_ = 0;
   std::mutex local_mu_;
   hcq::Buffer local_;
   std::vector<hcq::Buffer> old_local_;

@@ -1,35 +1,32 @@
-// NVIDIA GPUs through the NVIDIA kernel module's RM and UVM ioctls (DESIGN.md §5: `nv`), with no
-// libcuda and no CUDA runtime: the RM object tree (client, device, subdevice, virtual memory, a VA
-// space owned by UVM, a channel group with a compute and a copy channel), memory mapped at one address
-// for CPU and GPU, GPFIFO + pushbuffer submission with flow control, QMD launches and copy-engine
-// copies built from the hw/nv tables. Every system call goes through the Os seam, so the same code
-// drives a real GPU (PosixOs) and the emulated Hopper (`emu:nv`, emu/nv/rm/rm_model.h).
-//
-// Driver branches: the version is read first with structures every branch shares, then the
-// per-branch ABI (570, 580, 610) is chosen; another branch is refused naming the version.
+// NVIDIA GPUs with no libcuda and no CUDA runtime (docs/nv.md): one NvDevice — GPFIFO + pushbuffer
+// submission with flow control, QMD launches and copy-engine copies built from the hw/nv tables,
+// programs, shader local memory — over a way in to the GPU (drivers/nv/interface.h). The way in
+// today is the NVIDIA kernel module's RM and UVM ioctls (`nv`, rm/rm_gpu.h); `emu:nv` is the same
+// RM path against the emulated Hopper (emu/nv/rm/rm_model.h).
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "hcq/device.h"
-#include "sys/os.h"
 
 namespace ugpu::nv {
+
+class NvInterface;
 
 struct NvOptions {
   std::string name = "nv";        // the device string, for messages
   int index = 0;                  // which GPU (0 = the first valid card)
   std::string kind = "gpu";       // DeviceInfo::kind ("emulated gpu" for emu:nv)
-  // What the program image is: SASS in a cubin (ptxas), or PTX text (the emulated GPU runs PTX).
-  bool ptx_images = false;
+  // emu:nv only: the emulated GPU executes PTX (SASS is undocumented), so programs are loaded as
+  // PTX text instead of a cubin from ptxas. Never set for a real GPU: it would run the text as code.
+  bool emulator_runs_ptx = false;
   uint32_t gpfifo_entries = 0x400;     // per channel
   size_t pushbuffer_bytes = 1 << 20;   // per channel, the ring unbound queues are copied into
 };
 
-// Opens the GPU; throws Error saying what is missing (no /dev/nvidiactl, permissions, an unsupported
-// driver branch, a RM status named).
-std::unique_ptr<hcq::Device> open_nv(std::shared_ptr<sys::Os> os, const NvOptions& o = {});
+// The device over an opened way in; throws Error for an architecture ugpu does not launch kernels on.
+std::unique_ptr<hcq::Device> open_nv(std::unique_ptr<NvInterface> way_in, const NvOptions& o);
 
 // Introspection for tests and `ugpu decode --nv`: the pushbuffer of the last submission on a channel,
 // read back from where it ran (the ring or bound memory), so call it before newer work overwrites it.

@@ -39,7 +39,7 @@ NvProgram::NvProgram(NvDevice& dev, std::shared_ptr<const codegen::CompiledKerne
   uint64_t entry_offset = 0, cbank0_min = 0;
   std::vector<uint8_t> image;
   std::vector<std::pair<int, std::pair<uint64_t, uint64_t>>> banks;  // bank -> (image offset, size)
-  if (dev.ptx_images()) {
+  if (dev.emulator_runs_ptx()) {
     if (kernel->ptx.empty()) throw Error(what + ": no PTX to load");
     image.assign(kernel->ptx.begin(), kernel->ptx.end());
     image.push_back(0);

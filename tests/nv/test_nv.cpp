@@ -17,8 +17,8 @@
 #include "codegen/compiler.h"
 #include "codegen/ptxas.h"
 #include "drivers/devices.h"
-#include "drivers/nv/nv_device.h"
-#include "drivers/nv/rm.h"
+#include "drivers/nv/rm/rm_gpu.h"
+#include "drivers/nv/rm/rm.h"
 #include "emu/nv/rm/rm_model.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
@@ -37,7 +37,7 @@ struct EmuSystem {
   std::shared_ptr<emu::nv::NvGpu> gpu;
   explicit EmuSystem(const emu::nv::NvGpuConfig& c = {}) { gpu = emu::nv::install_nv_gpu(*os, c); }
   std::unique_ptr<hcq::Device> open(nv::NvOptions o = {}) {
-    o.name = "emu:nv", o.kind = "emulated gpu", o.ptx_images = true;
+    o.name = "emu:nv", o.kind = "emulated gpu", o.emulator_runs_ptx = true;
     return nv::open_nv(os, o);
   }
 };
@@ -367,7 +367,7 @@ TEST_CASE("nv: with ptxas, a cubin loads as real hardware needs it: .nv.info fac
   }
   EmuSystem sys;
   nv::NvOptions o;
-  o.name = "emu:nv", o.kind = "emulated gpu", o.ptx_images = false;  // what `nv` does: SASS in a cubin
+  o.name = "emu:nv", o.kind = "emulated gpu", o.emulator_runs_ptx = false;  // what `nv` does: SASS in a cubin
   auto dev = nv::open_nv(sys.os, o);
   codegen::CompileOptions co;
   co.name = "add_one";

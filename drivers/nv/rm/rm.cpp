@@ -1,4 +1,4 @@
-#include "drivers/nv/rm.h"
+#include "drivers/nv/rm/rm.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
