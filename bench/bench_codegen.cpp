@@ -8,8 +8,8 @@
 
 #include "codegen/examples.h"
 #include "codegen/kernel.h"
-#include "codegen/llvm.h"
-#include "codegen/llvm_ir.h"
+#include "codegen/llvm/llvm.h"
+#include "codegen/llvm/render.h"
 #include "ir/text.h"
 
 using namespace ugpu;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "codegen/compiler.h"
-#include "codegen/host.h"
+#include "codegen/llvm/host.h"
 #include "drivers/devices.h"
 #include "hcq/graph.h"
 #include "ir/text.h"

@@ -4,10 +4,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "codegen/backend.h"
 #include "codegen/cache.h"
-#include "codegen/llvm.h"
-#include "codegen/llvm_ir.h"
-#include "codegen/ptxas.h"
 #include "common/error.h"
 #include "ir/sha256.h"
 
@@ -15,7 +13,7 @@ namespace ugpu::codegen {
 namespace {
 
 // Bump when the meaning of cached artifacts changes without the IR text changing.
-constexpr const char* kCacheFormat = "ugpu-codegen-1";
+constexpr const char* kCacheFormat = "ugpu-codegen-2";
 
 std::mutex g_mu;
 std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>> g_memory;
@@ -48,14 +46,13 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
   auto t0 = std::chrono::steady_clock::now();
   ck->kernel = lower(kernel, t, o.name);
   ck->lower_ms = ms_since(t0);
+  const Backend& backend = backend_for(t);
   t0 = std::chrono::steady_clock::now();
-  ck->llvm_ir = render_llvm_ir(ck->kernel, t);
+  ck->source = backend.render(ck->kernel, t);
   ck->render_ms = ms_since(t0);
 
-  std::optional<std::string> ptxas = t.arch == Arch::NVPTX && o.cubin ? find_ptxas() : std::nullopt;
   ir::Sha256 h;
-  for (const std::string& part : {std::string(kCacheFormat), ck->llvm_ir, std::string(t.name), target_cpu(t), target_features(t),
-                                   llvm_version(), std::to_string(o.opt_level), ptxas ? ptxas_version(*ptxas) : std::string("no-ptxas")}) {
+  for (const std::string& part : {std::string(kCacheFormat), std::string(backend.name()), ck->source, std::string(t.name), backend.toolchain_key(t, o)}) {
     h.update(part);
     h.update(std::string_view("\0", 1));
   }
@@ -69,16 +66,9 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
     ck->disk_hit = true;
   } else {
     t0 = std::chrono::steady_clock::now();
-    LlvmOutput out = compile_llvm_ir(ck->llvm_ir, t, {o.opt_level, false});
-    if (t.arch == Arch::NVPTX) {
-      ck->ptx = std::move(out.assembly);
-      if (ptxas) ck->binary = run_ptxas(*ptxas, ck->ptx, std::string(t.cpu));
-      else if (o.cubin)
-        ck->note = "ptxas not found (set UGPU_PTXAS, put it on PATH, or install the CUDA toolkit in /usr/local/cuda): stopped at PTX";
-    } else {
-      ck->binary = std::move(out.object);
-    }
-    ck->llvm_ms = ms_since(t0);
+    Backend::Output out = backend.compile(ck->source, t, o);
+    ck->binary = std::move(out.binary), ck->ptx = std::move(out.ptx), ck->note = std::move(out.note);
+    ck->backend_ms = ms_since(t0);
     if (o.cache) disk.put(dkey, {{"ptx", ck->ptx}, {"binary", std::string(ck->binary.begin(), ck->binary.end())}, {"note", ck->note}});
   }
   if (t.arch == Arch::AMDGPU) {
@@ -93,10 +83,7 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
   return ck;
 }
 
-std::string disassembly(const CompiledKernel& k) {
-  if (k.target->arch == Arch::NVPTX) return k.ptx;
-  return disassemble_object(*k.target, k.binary);
-}
+std::string disassembly(const CompiledKernel& k) { return backend_for(*k.target).disassemble(*k.target, k.binary, k.ptx); }
 
 CacheStats cache_stats() {
   std::lock_guard<std::mutex> lock(g_mu);

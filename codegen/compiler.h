@@ -1,11 +1,11 @@
 // compile(): a kernel graph to a loadable binary for one target, with the stages kept for inspection.
 //
-//   kernel UOps --lower()--> instruction list --render--> LLVM IR --LLVM--> x86 / AMDGPU ELF object
-//                                                                     \--> PTX --ptxas--> cubin
+//   kernel UOps --lower()--> instruction list --backend: render--> source --backend: compile--> binary
 //
-// Results are cached in memory by the kernel's content key (plus target, name and options) and on disk
-// (codegen/cache.h) by a hash of the LLVM IR and the toolchain versions, so a new process skips LLVM
-// and ptxas for kernels it has compiled before.
+// The backend (codegen/backend.h) is LLVM for every target today: LLVM IR, then an x86 / AMDGPU ELF
+// object, or PTX and a cubin from ptxas. Results are cached in memory by the kernel's content key
+// (plus target, name and options) and on disk (codegen/cache.h) by a hash of the source and the
+// toolchain's versions, so a new process skips the backend for kernels it has compiled before.
 #pragma once
 #include <memory>
 #include <optional>
@@ -27,19 +27,19 @@ struct CompileOptions {
 struct CompiledKernel {
   const Target* target = nullptr;
   LoweredKernel kernel;
-  std::string llvm_ir;
+  std::string source;           // what the backend compiled: LLVM IR for the LLVM backend
   std::string ptx;              // NVIDIA targets
   std::vector<uint8_t> binary;  // x86 / AMDGPU: ELF relocatable object; NVIDIA: cubin (empty without ptxas)
   std::string note;             // why a stage was skipped, e.g. no ptxas
   std::optional<AmdKernelInfo> amd;   // AMDGPU: the kernel descriptor, read back from the object
   std::optional<CubinInfo> cubin;     // NVIDIA with ptxas: launch facts read back from the cubin
   bool disk_hit = false;
-  double lower_ms = 0, render_ms = 0, llvm_ms = 0;
+  double lower_ms = 0, render_ms = 0, backend_ms = 0;
 };
 
 std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& target, const CompileOptions& opts = {});
 
-// The ISA as text: LLVM's disassembly of the object (x86, AMDGPU) or the PTX (NVIDIA).
+// The ISA as text: the backend's disassembly of the object (x86, AMDGPU) or the PTX (NVIDIA).
 std::string disassembly(const CompiledKernel& k);
 
 // Memory-cache statistics for this process (tests and benchmarks).

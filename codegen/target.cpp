@@ -14,26 +14,16 @@ constexpr std::array<int64_t, 3> kAmdGrid{0xffffffffll, 0xffffffffll, 0xffffffff
 constexpr std::array<int64_t, 3> kNvGrid{0x7fffffffll, 65535, 65535};
 
 const Target kTargets[] = {
-    {"x86", Arch::X86, "x86_64-unknown-linux-gnu", "", "", {kNoLimit, kNoLimit, kNoLimit}, {kNoLimit, kNoLimit, kNoLimit},
-     kNoLimit, kNoLimit, 1, 1, {Op::SQRT}, {Op::SQRT}},
-    {"gfx1100", Arch::AMDGPU, "amdgcn-amd-amdhsa", "gfx1100", "+cumode", kAmdGrid, {1024, 1024, 1024}, 1024, 65536, 128, 32,
-     {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
-    {"gfx1201", Arch::AMDGPU, "amdgcn-amd-amdhsa", "gfx1201", "+cumode", kAmdGrid, {1024, 1024, 1024}, 1024, 65536, 128, 32,
-     {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
-    {"gfx942", Arch::AMDGPU, "amdgcn-amd-amdhsa", "gfx942", "", kAmdGrid, {1024, 1024, 1024}, 1024, 65536, 256, 64,
-     {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
-    {"gfx950", Arch::AMDGPU, "amdgcn-amd-amdhsa", "gfx950", "", kAmdGrid, {1024, 1024, 1024}, 1024, 163840, 256, 64,
-     {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
-    {"sm_80", Arch::NVPTX, "nvptx64-nvidia-cuda", "sm_80", "+ptx78", kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32,
-     {Op::SQRT}, {Op::SQRT}},
-    {"sm_89", Arch::NVPTX, "nvptx64-nvidia-cuda", "sm_89", "+ptx78", kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32,
-     {Op::SQRT}, {Op::SQRT}},
-    {"sm_90", Arch::NVPTX, "nvptx64-nvidia-cuda", "sm_90", "+ptx78", kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32,
-     {Op::SQRT}, {Op::SQRT}},
-    {"sm_100", Arch::NVPTX, "nvptx64-nvidia-cuda", "sm_100", "+ptx86", kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32,
-     {Op::SQRT}, {Op::SQRT}},
-    {"sm_120", Arch::NVPTX, "nvptx64-nvidia-cuda", "sm_120", "+ptx87", kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32,
-     {Op::SQRT}, {Op::SQRT}},
+    {"x86", Arch::X86, {kNoLimit, kNoLimit, kNoLimit}, {kNoLimit, kNoLimit, kNoLimit}, kNoLimit, kNoLimit, 1, 1, {Op::SQRT}, {Op::SQRT}},
+    {"gfx1100", Arch::AMDGPU, kAmdGrid, {1024, 1024, 1024}, 1024, 65536, 128, 32, {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
+    {"gfx1201", Arch::AMDGPU, kAmdGrid, {1024, 1024, 1024}, 1024, 65536, 128, 32, {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
+    {"gfx942", Arch::AMDGPU, kAmdGrid, {1024, 1024, 1024}, 1024, 65536, 256, 64, {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
+    {"gfx950", Arch::AMDGPU, kAmdGrid, {1024, 1024, 1024}, 1024, 163840, 256, 64, {Op::SQRT, Op::EXP2, Op::LOG2}, {Op::SQRT}},
+    {"sm_80", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
+    {"sm_89", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
+    {"sm_90", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
+    {"sm_100", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
+    {"sm_120", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
-// What codegen needs to know about a compile target: the LLVM triple and CPU, launch limits, and which
-// ops the hardware runs natively (the rest are decomposed before LLVM sees them). One table row per
-// target in target.cpp.
+// What codegen needs to know about a compile target: launch limits, and which ops the hardware runs
+// natively (the rest are decomposed before a backend sees them). One table row per target in
+// target.cpp; what a backend needs beyond this (LLVM's triple, CPU and features) is the backend's own
+// table (codegen/llvm/llvm.cpp).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -18,9 +19,6 @@ enum class Arch : uint8_t { X86, AMDGPU, NVPTX };
 struct Target {
   std::string_view name;  // what --target takes: "x86", "gfx1100", "sm_90"
   Arch arch;
-  std::string_view triple;
-  std::string_view cpu;       // LLVM CPU; empty for x86 means "this host"
-  std::string_view features;  // LLVM feature string
   // Launch limits (GPU targets): grid in workgroups per dimension, work-items per workgroup.
   std::array<int64_t, 3> max_grid;
   std::array<int64_t, 3> max_local;

@@ -125,14 +125,14 @@ int compile_command(const std::vector<std::string>& args) {
   std::string result;
   bool binary = emit == "obj";
   if (emit == "uops") result = codegen::format_linear(ck->kernel);
-  else if (emit == "llvm") result = ck->llvm_ir;
+  else if (emit == "llvm") result = ck->source;
   else if (emit == "asm") result = codegen::disassembly(*ck);
   else if (emit == "info") result = info(*ck);
   else if (binary) {
     if (ck->binary.empty()) throw Error("no binary for " + std::string(t.name) + ": " + ck->note);
     result.assign(ck->binary.begin(), ck->binary.end());
   } else {
-    result = "=== instruction list ===\n" + codegen::format_linear(ck->kernel) + "\n=== LLVM IR ===\n" + ck->llvm_ir +
+    result = "=== instruction list ===\n" + codegen::format_linear(ck->kernel) + "\n=== LLVM IR ===\n" + ck->source +
              "\n=== " + (t.arch == codegen::Arch::NVPTX ? "PTX" : "ISA") + " ===\n" +
              (ck->binary.empty() && t.arch != codegen::Arch::NVPTX ? "" : codegen::disassembly(*ck)) + "\n=== launch ===\n" + info(*ck);
   }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "codegen/compiler.h"
-#include "codegen/host.h"
+#include "codegen/llvm/host.h"
 #include "hcq/device.h"
 
 namespace ugpu::cpu {

@@ -15,7 +15,7 @@
 #include "tests/emu/harness.h"
 #include "tests/hcq/device_suite.h"
 #include "tests/hcq/kernels.h"
-#include "codegen/llvm.h"
+#include "codegen/llvm/llvm.h"
 #include "codegen/compiler.h"
 #include "codegen/examples.h"
 #include "drivers/amd/kfd/kfd.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "codegen/compiler.h"
-#include "codegen/host.h"
+#include "codegen/llvm/host.h"
 #include "ir/dtype.h"
 #include "ir/text.h"
 

@@ -10,7 +10,7 @@
 #include "codegen/code_object.h"
 #include "codegen/elf.h"
 #include "codegen/examples.h"
-#include "codegen/host.h"
+#include "codegen/llvm/host.h"
 #include "run.h"
 
 using namespace ugpu;

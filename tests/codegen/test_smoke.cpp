@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "codegen/llvm_ir.h"
+#include "codegen/llvm/render.h"
 #include "run.h"
 
 using namespace ugpu;
@@ -19,7 +19,7 @@ SINK(END(STORE(INDEX:float*(out, r0), x), r0))
   for (int i = 0; i < 100; ++i) a[i] = i * 0.5f, b[i] = 100.0f - i;
   Buf A = Buf::of(a), B = Buf::of(b), O = Buf::zeros<float>(100);
   auto ck = run_x86(k, {&O, &A, &B});
-  INFO(ck->llvm_ir);
+  INFO(ck->source);
   auto o = O.as<float>(100);
   for (int i = 0; i < 100; ++i) CHECK(o[i] == a[i] + b[i]);
 }

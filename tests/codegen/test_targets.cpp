@@ -12,7 +12,7 @@
 #include "codegen/cache.h"
 #include "codegen/code_object.h"
 #include "codegen/examples.h"
-#include "codegen/ptxas.h"
+#include "codegen/llvm/ptxas.h"
 #include "run.h"
 
 using namespace ugpu;
@@ -72,7 +72,7 @@ TEST_CASE("every suite kernel compiles for every NVIDIA target; ptxas assembles 
   if (!ptxas) MESSAGE("skipped cubin checks: ptxas not found (set UGPU_PTXAS or install the CUDA toolkit)");
   each_compiled(Arch::NVPTX, [&](const Target& t, const ExampleKernel& e, const std::shared_ptr<const CompiledKernel>& ck) {
       CHECK(ck->ptx.find(".entry " + e.name) != std::string::npos);
-      CHECK(ck->ptx.find(".target " + std::string(t.cpu)) != std::string::npos);
+      CHECK(ck->ptx.find(".target " + std::string(t.name)) != std::string::npos);
       if (!ptxas) {
         CHECK(ck->binary.empty());
         CHECK(ck->note.find("ptxas not found") != std::string::npos);

@@ -10,7 +10,7 @@
 #include "codegen/code_object.h"
 #include "codegen/compiler.h"
 #include "codegen/elf.h"
-#include "codegen/llvm.h"
+#include "codegen/llvm/llvm.h"
 #include "emu/amd/rdna3/executor.h"
 
 namespace ugpu::test {

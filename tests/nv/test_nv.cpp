@@ -15,7 +15,7 @@
 #include "tests/hcq/device_suite.h"
 #include "tests/hcq/kernels.h"
 #include "codegen/compiler.h"
-#include "codegen/ptxas.h"
+#include "codegen/llvm/ptxas.h"
 #include "drivers/devices.h"
 #include "drivers/nv/rm/rm_gpu.h"
 #include "drivers/nv/rm/rm.h"

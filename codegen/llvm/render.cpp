@@ -1,4 +1,4 @@
-#include "codegen/llvm_ir.h"
+#include "codegen/llvm/render.h"
 
 #include <cinttypes>
 #include <cstdio>
@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "codegen/llvm/llvm.h"
 #include "common/error.h"
 #include "ir/text.h"
 
@@ -72,7 +73,7 @@ class Renderer {
     for (size_t i = 0; i < k_.linear.size(); ++i) inst(k_.linear[i], i);
     std::ostringstream out;
     out << "; ugpu kernel " << k_.name << " for " << t_.name << "\n";
-    out << "target triple = \"" << t_.triple << "\"\n\n" << globals_.str();
+    out << "target triple = \"" << target_triple(t_) << "\"\n\n" << globals_.str();
     out << "define " << cc_ << "void @" << k_.name << "(" << params_ << ") #0 {\nentry:\n" << entry_.str() << body_.str()
         << "  ret void\n}\n\n";
     for (const std::string& d : declares_) out << d << "\n";

@@ -1,4 +1,4 @@
-#include "codegen/llvm.h"
+#include "codegen/llvm/llvm.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Config/llvm-config.h>
@@ -71,11 +71,28 @@ void init_llvm() {
   });
 }
 
+// What LLVM calls each target: its triple, CPU (empty for x86: this host's) and feature string.
+struct LlvmTarget {
+  std::string_view name, triple, cpu, features;
+};
+constexpr LlvmTarget kLlvmTargets[] = {
+    {"x86", "x86_64-unknown-linux-gnu", "", ""},
+    {"gfx1100", "amdgcn-amd-amdhsa", "gfx1100", "+cumode"},
+    {"gfx1201", "amdgcn-amd-amdhsa", "gfx1201", "+cumode"},
+    {"gfx942", "amdgcn-amd-amdhsa", "gfx942", ""},
+    {"gfx950", "amdgcn-amd-amdhsa", "gfx950", ""},
+    {"sm_80", "nvptx64-nvidia-cuda", "sm_80", "+ptx78"},
+    {"sm_89", "nvptx64-nvidia-cuda", "sm_89", "+ptx78"},
+    {"sm_90", "nvptx64-nvidia-cuda", "sm_90", "+ptx78"},
+    {"sm_100", "nvptx64-nvidia-cuda", "sm_100", "+ptx86"},
+    {"sm_120", "nvptx64-nvidia-cuda", "sm_120", "+ptx87"},
+};
+
 const llvm::Target& lookup(const Target& t) {
   init_llvm();
-  std::string err;
-  const llvm::Target* lt = llvm::TargetRegistry::lookupTarget(llvm::Triple(std::string(t.triple)), err);
-  if (!lt) throw Error("LLVM has no backend for " + std::string(t.triple) + ": " + err);
+  std::string err, triple = target_triple(t);
+  const llvm::Target* lt = llvm::TargetRegistry::lookupTarget(llvm::Triple(triple), err);
+  if (!lt) throw Error("LLVM has no backend for " + triple + ": " + err);
   return *lt;
 }
 
@@ -85,7 +102,7 @@ std::unique_ptr<llvm::TargetMachine> make_machine(const Target& t, int opt_level
   llvm::CodeGenOptLevel ol = opt_level <= 0 ? llvm::CodeGenOptLevel::None
                              : opt_level == 1 ? llvm::CodeGenOptLevel::Less
                              : opt_level == 2 ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Aggressive;
-  std::unique_ptr<llvm::TargetMachine> tm(lt.createTargetMachine(llvm::Triple(std::string(t.triple)), target_cpu(t),
+  std::unique_ptr<llvm::TargetMachine> tm(lt.createTargetMachine(llvm::Triple(target_triple(t)), target_cpu(t),
                                                                  target_features(t), opts, llvm::Reloc::PIC_, std::nullopt, ol));
   if (!tm) throw Error("LLVM could not create a target machine for " + std::string(t.name));
   return tm;
@@ -98,7 +115,7 @@ struct McTarget {
   std::unique_ptr<llvm::MCSubtargetInfo> sti;
   std::unique_ptr<llvm::MCInstrInfo> mii;
   McTarget(const llvm::Target& lt, const Target& t, const char* what) {
-    llvm::Triple triple{std::string(t.triple)};
+    llvm::Triple triple{target_triple(t)};
     mri.reset(lt.createMCRegInfo(triple));
     if (mri) mai.reset(lt.createMCAsmInfo(*mri, triple, llvm::MCTargetOptions()));
     sti.reset(lt.createMCSubtargetInfo(triple, target_cpu(t), target_features(t)));
@@ -118,13 +135,23 @@ std::string diag_text(const llvm::SMDiagnostic& d) {
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
+namespace {
+const LlvmTarget& llvm_target(const Target& t) {
+  for (const LlvmTarget& l : kLlvmTargets)
+    if (l.name == t.name) return l;
+  throw Error("the LLVM backend has no triple for target " + std::string(t.name));
+}
+}  // namespace
+
+std::string target_triple(const Target& t) { return std::string(llvm_target(t).triple); }
+
 std::string target_cpu(const Target& t) {
-  if (!t.cpu.empty()) return std::string(t.cpu);
+  if (!llvm_target(t).cpu.empty()) return std::string(llvm_target(t).cpu);
   return llvm::sys::getHostCPUName().str();
 }
 
 std::string target_features(const Target& t) {
-  if (t.arch != Arch::X86) return std::string(t.features);
+  if (t.arch != Arch::X86) return std::string(llvm_target(t).features);
   static const std::string host = [] {
     std::vector<std::string> on;
     for (const auto& f : llvm::sys::getHostCPUFeatures()) on.push_back((f.second ? "+" : "-") + f.first().str());
@@ -194,7 +221,7 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
 std::string disassemble_object(const Target& t, std::span<const uint8_t> elf) {
   if (t.arch == Arch::NVPTX) throw Error("LLVM has no disassembler for NVIDIA SASS; the PTX is the readable form");
   const llvm::Target& lt = lookup(t);
-  llvm::Triple triple{std::string(t.triple)};
+  llvm::Triple triple{target_triple(t)};
   llvm::StringRef data(reinterpret_cast<const char*>(elf.data()), elf.size());
   auto obj = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(data, "kernel"));
   if (!obj) throw Error("cannot disassemble: not a valid object file: " + llvm::toString(obj.takeError()));
@@ -248,7 +275,7 @@ std::string disassemble_object(const Target& t, std::span<const uint8_t> elf) {
 std::vector<uint8_t> assemble(const Target& t, const std::string& text) {
   if (t.arch != Arch::AMDGPU) throw Error("ugpu assembles only AMDGPU code (asked for " + std::string(t.name) + ")");
   const llvm::Target& lt = lookup(t);
-  llvm::Triple triple{std::string(t.triple)};
+  llvm::Triple triple{target_triple(t)};
   McTarget m(lt, t, "assembler");
   llvm::MCTargetOptions mcopts;
   llvm::MCRegisterInfo* mri = m.mri.get();

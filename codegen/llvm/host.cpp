@@ -1,4 +1,4 @@
-#include "codegen/host.h"
+#include "codegen/llvm/host.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
-// In-process LLVM: IR text to object code or assembly for a target, and LLVM's disassembler.
-// Only this file and llvm.cpp / elf.cpp see LLVM's headers.
+// In-process LLVM: IR text to object code or assembly for a target, LLVM's disassembler and the
+// AMDGPU assembler. Only llvm.cpp (and codegen/elf.cpp, for ELF reading) see LLVM's headers.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -20,7 +20,8 @@ struct LlvmOptions {
   bool want_assembly = false;  // NVPTX always produces PTX
 };
 
-// The CPU and feature string codegen uses for `target` (for x86: this host's).
+// LLVM's triple, CPU and feature string for `target` (the CPU and features for x86: this host's).
+std::string target_triple(const Target& target);
 std::string target_cpu(const Target& target);
 std::string target_features(const Target& target);
 std::string llvm_version();

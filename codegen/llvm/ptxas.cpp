@@ -1,4 +1,4 @@
-#include "codegen/ptxas.h"
+#include "codegen/llvm/ptxas.h"
 
 #include <fcntl.h>
 #include <spawn.h>
