@@ -1,10 +1,12 @@
 // The PTX parser: module text to pre-decoded entries (emu/nv/ptx/ptx_ir.h). It accepts what LLVM's NVPTX
 // backend emits (and the rest of the ISA the executor implements); anything else — a directive, an
 // instruction, a modifier or a type it does not know — is an Error naming the PTX line.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -858,441 +860,507 @@ class Parser {
     if (!why.empty()) fail(in.line, std::string(op) + ": " + why);
   }
 
-  void build(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
-    const int line = in.line;
-    auto need = [&](size_t n) { arity(ops, n, op, line); };
-    // Plain n-source ALU forms: d, a[, b[, c[, e]]] of one type.
-    auto alu = [&](Opc opc, size_t nsrc, T dt, T st) {
-      need(nsrc + 1);
-      in.op = opc;
-      in.d[0] = dst(ops[0], dt);
-      for (size_t i = 0; i < nsrc; ++i) in.s[i] = src(ops[i + 1], st);
-      m.done();
-      bind(in, op, false);
-    };
-    auto ftz_sat = [&] {
-      if (m.take("ftz")) in.flags |= kFtz;
-      if (m.take("sat")) in.flags |= kSat;
-    };
+  // ---- instruction builders
+  //
+  // A builder turns one mnemonic's modifiers and operands into `in`. The mnemonics of one family share a builder, which
+  // tells them apart by `base` (the mnemonic); `op` is the whole opcode as written (add.cc.u32), for error messages.
+  using Builder = void (Parser::*)(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op);
+  struct Mnemonic {
+    std::string_view name;
+    Builder fn;
+  };
 
-    if (base == "add" || base == "sub" || base == "addc" || base == "subc") {
-      in.op = base[0] == 'a' ? Opc::Add : Opc::Sub;
-      if (base.size() == 4) in.flags |= kCarryIn;
-      if (m.take("cc")) in.flags |= kCC;
-      in.rnd = m.rounding();
-      ftz_sat();
-      in.type = m.type();
-      if (in.flags & (kCC | kCarryIn)) {
-        need(3);
-        in.d[0] = dst(ops[0], in.type);
-        in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type), in.s[2] = kCarrySlot;
-        m.done();
-        bind(in, op, false);
-        return;
-      }
-      return alu(in.op, 2, in.type, in.type);
-    }
-    if (base == "mul" || base == "mad") {
-      const bool mad = base == "mad";
-      static const char* const modes[] = {"lo", "hi", "wide"};
-      int mode = m.take_any(modes);
-      in.rnd = m.rounding();
-      ftz_sat();
-      in.type = m.type();
-      if (is_float(in.type)) {
-        if (mode >= 0) fail(line, std::string(op) + ": ." + modes[mode] + " is for integers");
-        if (mad && in.rnd == kNoRnd) in.rnd = kRN;
-        return alu(mad ? Opc::Mad : Opc::Mul, mad ? 3 : 2, in.type, in.type);
-      }
-      if (mode < 0) fail(line, std::string(op) + ": integer " + std::string(base) + " needs .lo, .hi or .wide");
-      const T wide = bits(in.type) == 16 ? (is_signed(in.type) ? T::S32 : T::U32) : (is_signed(in.type) ? T::S64 : T::U64);
-      if (mode == 2) {
-        if (bits(in.type) > 32) fail(line, std::string(op) + ": .wide takes 16- or 32-bit operands");
-        need(mad ? 4 : 3);
-        in.op = mad ? Opc::MadWide : Opc::MulWide;
-        in.d[0] = dst(ops[0], wide);
-        in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type);
-        if (mad) in.s[2] = src(ops[3], wide);
-        m.done();
-        return bind(in, op, false);
-      }
-      return alu(mad ? (mode == 0 ? Opc::Mad : Opc::MadHi) : (mode == 0 ? Opc::Mul : Opc::MulHi), mad ? 3 : 2, in.type, in.type);
-    }
-    if (base == "mul24" || base == "mad24") {
-      const bool mad = base == "mad24";
-      const bool hi = m.take("hi");
-      if (!hi && !m.take("lo")) fail(line, std::string(op) + " needs .lo or .hi");
-      in.type = m.type();
-      return alu(mad ? (hi ? Opc::Mad24Hi : Opc::Mad24Lo) : (hi ? Opc::Mul24Hi : Opc::Mul24Lo), mad ? 3 : 2, in.type, in.type);
-    }
-    if (base == "sad") { in.type = m.type(); return alu(Opc::Sad, 3, in.type, in.type); }
-    if (base == "div" || base == "rem") {
-      in.rnd = m.rounding();
-      if (m.take("approx")) in.flags |= kApprox;
-      if (m.take("full")) in.flags |= kApprox;
-      ftz_sat();
-      in.type = m.type();
-      if (base == "div" && is_float(in.type) && in.rnd == kNoRnd && !(in.flags & kApprox))
-        fail(line, std::string(op) + ": floating-point div needs .rn/.rz/.rm/.rp, .approx or .full");
-      return alu(base == "div" ? Opc::Div : Opc::Rem, 2, in.type, in.type);
-    }
-    if (base == "abs" || base == "neg") {
-      ftz_sat();
-      in.type = m.type();
-      return alu(base == "abs" ? Opc::Abs : Opc::Neg, 1, in.type, in.type);
-    }
-    if (base == "min" || base == "max") {
-      if (m.take("ftz")) in.flags |= kFtz;
-      if (m.take("NaN")) in.flags |= kNaN;
-      if (m.take("relu")) in.flags |= kRelu;
-      in.type = m.type();
-      return alu(base == "min" ? Opc::Min : Opc::Max, 2, in.type, in.type);
-    }
-    if (base == "popc" || base == "clz") {
-      in.type = m.type();
-      return alu(base == "popc" ? Opc::Popc : Opc::Clz, 1, T::U32, in.type);
-    }
-    if (base == "brev") { in.type = m.type(); return alu(Opc::Brev, 1, in.type, in.type); }
-    if (base == "bfind") {
-      if (m.take("shiftamt")) in.flags |= kShiftAmt;
-      in.type = m.type();
-      return alu(Opc::Bfind, 1, T::U32, in.type);
-    }
-    if (base == "bfe") {
-      in.type = m.type();
-      need(4);
-      in.op = Opc::Bfe;
-      in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], T::U32), in.s[2] = src(ops[3], T::U32);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "bfi") {
-      in.type = m.type();
-      need(5);
-      in.op = Opc::Bfi;
-      in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type);
-      in.s[2] = src(ops[3], T::U32), in.s[3] = src(ops[4], T::U32);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "prmt") {
-      in.type = m.type();
-      in.cmp = 0;
-      int mode = m.take_any(kPrmtModes);
-      if (mode > 0) in.cmp = static_cast<uint8_t>(mode);
-      return alu(Opc::Prmt, 3, in.type, in.type);
-    }
-    if (base == "bmsk" || base == "szext") {
-      if (m.take("clamp")) in.cmp = 1;
-      else if (m.take("wrap")) in.cmp = 0;
-      else fail(line, std::string(op) + " needs .clamp or .wrap");
-      in.type = m.type();
-      return alu(base == "bmsk" ? Opc::Bmsk : Opc::Szext, 2, in.type, T::U32);
-    }
-    if (base == "dp4a" || base == "dp2a") {
-      Opc o = Opc::Dp4a;
-      if (base == "dp2a") {
-        if (m.take("hi")) o = Opc::Dp2aHi;
-        else if (m.take("lo")) o = Opc::Dp2aLo;
-        else fail(line, "dp2a needs .lo or .hi");
-      }
-      in.type = m.type();
-      in.type2 = m.type();
-      need(4);
-      in.op = o;
-      const T acc = (is_signed(in.type) || is_signed(in.type2)) ? T::S32 : T::U32;
-      in.d[0] = dst(ops[0], acc), in.s[0] = src(ops[1], T::B32), in.s[1] = src(ops[2], T::B32), in.s[2] = src(ops[3], acc);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "and" || base == "or" || base == "xor" || base == "not" || base == "cnot") {
-      in.type = m.type();
-      const Opc o = base == "and" ? Opc::And : base == "or" ? Opc::Or : base == "xor" ? Opc::Xor : base == "not" ? Opc::Not : Opc::Cnot;
-      const size_t n = (o == Opc::Not || o == Opc::Cnot) ? 1 : 2;
-      if (in.type == T::Pred) {
-        need(n + 1);
-        in.op = o;
-        in.d[0] = pdst(ops[0]);
-        for (size_t i = 0; i < n; ++i) in.s[i] = psrc(ops[i + 1]);
-        m.done();
-        return bind(in, op, false);
-      }
-      return alu(o, n, in.type, in.type);
-    }
-    if (base == "lop3") {
-      in.type = m.type();
-      need(5);
-      in.op = Opc::Lop3;
-      in.d[0] = dst(ops[0], in.type);
-      for (int i = 0; i < 3; ++i) in.s[i] = src(ops[static_cast<size_t>(i) + 1], in.type);
-      if (ops[4].kind != Opd::Imm) fail(line, "lop3's lookup table is an immediate");
-      in.offset = static_cast<int64_t>(ops[4].num.bits & 0xff);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "shl" || base == "shr") {
-      in.type = m.type();
-      need(3);
-      in.op = base == "shl" ? Opc::Shl : Opc::Shr;
-      in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], T::U32);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "shf") {
-      const bool left = m.take("l");
-      if (!left && !m.take("r")) fail(line, "shf needs .l or .r");
-      if (m.take("clamp")) in.cmp = 1;
-      else if (m.take("wrap")) in.cmp = 0;
-      else fail(line, "shf needs .clamp or .wrap");
-      in.type = m.type();
-      need(4);
-      in.op = left ? Opc::ShfL : Opc::ShfR;
-      in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type), in.s[2] = src(ops[3], T::U32);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "fma") {
-      in.rnd = m.rounding();
-      if (in.rnd == kNoRnd) fail(line, "fma needs a rounding modifier");
-      ftz_sat();
-      if (m.take("relu")) in.flags |= kRelu;
-      in.type = m.type();
-      return alu(Opc::Fma, 3, in.type, in.type);
-    }
-    if (base == "rcp" || base == "sqrt" || base == "rsqrt" || base == "sin" || base == "cos" || base == "lg2" || base == "ex2" || base == "tanh") {
-      in.rnd = m.rounding();
-      if (m.take("approx")) in.flags |= kApprox;
-      ftz_sat();
-      in.type = m.type();
-      const Opc o = base == "rcp" ? Opc::Rcp : base == "sqrt" ? Opc::Sqrt : base == "rsqrt" ? Opc::Rsqrt : base == "sin" ? Opc::Sin
-                    : base == "cos" ? Opc::Cos : base == "lg2" ? Opc::Lg2 : base == "ex2" ? Opc::Ex2 : Opc::Tanh;
-      if ((o == Opc::Rcp || o == Opc::Sqrt) && in.rnd == kNoRnd && !(in.flags & kApprox))
-        fail(line, std::string(op) + " needs .rn/.rz/.rm/.rp or .approx");
-      if (o != Opc::Rcp && o != Opc::Sqrt && !(in.flags & kApprox)) fail(line, std::string(op) + " exists only as .approx");
-      if (o != Opc::Rcp && o != Opc::Sqrt) in.rnd = kNoRnd;
-      return alu(o, 1, in.type, in.type);
-    }
-    if (base == "copysign") { in.type = m.type(); return alu(Opc::Copysign, 2, in.type, in.type); }
-    if (base == "testp") {
-      int c = m.take_any(kTestpClasses);
-      if (c < 0) fail(line, "testp needs a class (.finite, .infinite, .number, .notanumber, .normal, .subnormal)");
-      in.cmp = static_cast<uint8_t>(c);
-      in.type = m.type();
-      need(2);
-      in.op = Opc::Testp;
-      in.d[0] = pdst(ops[0]), in.s[0] = src(ops[1], in.type);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "setp" || base == "set") {
-      static const char* const cmps[] = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
-      static const char* const bops[] = {"", "and", "or", "xor"};
-      int c = m.take_any(cmps);
-      if (c < 0) fail(line, std::string(op) + " needs a comparison");
-      in.cmp = static_cast<uint8_t>(c);
-      int b = m.take_any(bops);
-      in.bop = static_cast<uint8_t>(b < 0 ? kNoBool : b);
-      if (m.take("ftz")) in.flags |= kFtz;
-      const bool set = base == "set";
-      if (set) in.type = m.type();
-      in.type2 = m.type();
-      if (!set) in.type = T::Pred;
-      in.op = set ? Opc::Set : Opc::Setp;
-      const size_t n = in.bop ? 4 : 3;
-      need(n);
-      if (set) {
-        in.d[0] = dst(ops[0], in.type);
-      } else if (ops[0].kind == Opd::Pair) {
-        in.d[0] = pred_of(ops[0].name, line), in.d[1] = pred_of(ops[0].name2, line);
-      } else {
-        in.d[0] = pdst(ops[0]);
-      }
-      in.s[0] = src(ops[1], in.type2), in.s[1] = src(ops[2], in.type2);
-      if (in.bop) in.sp = psrc(ops[3]), in.c_neg = ops[3].neg;
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "selp") {
-      in.type = m.type();
-      need(4);
-      in.op = Opc::Selp;
-      in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type);
-      in.sp = psrc(ops[3]), in.c_neg = ops[3].neg;
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "slct") {
-      if (m.take("ftz")) in.flags |= kFtz;
-      in.type = m.type();
-      in.type2 = m.type();
-      need(4);
-      in.op = Opc::Slct;
-      in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type), in.s[2] = src(ops[3], in.type2);
-      m.done();
-      return bind(in, op, false);
-    }
-    if (base == "mov") return mov(in, m, ops, op);
-    if (base == "cvt") return cvt(in, m, ops, op);
-    if (base == "cvta") {
-      in.op = m.take("to") ? Opc::CvtaTo : Opc::Cvta;
-      static const char* const spaces[] = {"", "global", "shared", "local", "param", "const"};
-      int s = m.take_any(spaces);
-      if (s < 0) {
-        if (m.take("shared::cta")) s = 2;
-        else fail(line, "cvta needs a state space");
-      }
-      in.space = static_cast<Space>(s);
-      in.type = m.type();
-      if (in.type != T::U32 && in.type != T::U64) fail(line, "cvta's type is .u32 or .u64");
-      need(2);
-      in.d[0] = dst(ops[0], in.type);
-      in.s[0] = src(ops[1], in.type);
-      if (ops[1].kind == Opd::Reg)
-        if (const Reg* r = find_reg(ops[1].name)) in.addr_bits = static_cast<uint8_t>(r->bits);
-      m.done();
-      return bind(in, op, true);
-    }
-    if (base == "ld" || base == "ldu" || base == "st") return memory(in, base, m, ops, op);
-    if (base == "atom" || base == "red") return atomic(in, base, m, ops, op);
-    if (base == "prefetch" || base == "prefetchu") {
-      static const char* const ignored[] = {"global", "local", "L1", "L2", "L2::evict_last", "L2::evict_normal", "tensormap"};
-      while (m.take_any(ignored) >= 0) {}
-      m.done();
-      need(1);
-      in.op = Opc::Nop;
-      return bind(in, op, true);
-    }
-    if (base == "membar" || base == "fence") {
-      static const char* const ignored[] = {"cta", "gl", "sys", "gpu", "cluster", "sc", "acq_rel", "proxy", "alias", "async", "generic"};
-      while (m.take_any(ignored) >= 0) {}
-      m.done();
-      need(0);
-      in.op = Opc::Nop;
-      return bind(in, op, true);
-    }
-    if (base == "nanosleep" || base == "pmevent") {
-      m.type();
-      m.done();
-      in.op = Opc::Nop;
-      return bind(in, op, true);
-    }
-    if (base == "bra" || base == "brx") {
-      if (base == "brx") fail(line, "brx.idx (indirect branches) is not supported");
-      m.take("uni");
-      m.done();
-      need(1);
-      if (ops[0].kind != Opd::Sym) fail(line, "bra needs a label");
-      in.op = Opc::Bra;
-      in.flow = Flow::Branch;
-      fixups_.push_back({static_cast<uint32_t>(code_.insts.size()), std::string(ops[0].name), line});
-      return;
-    }
-    if (base == "ret" || base == "exit") {
-      m.take("uni");
-      m.done();
-      need(0);
-      in.op = Opc::Exit;
-      in.flow = Flow::Exit;
-      return;
-    }
-    if (base == "trap" || base == "brkpt") {
-      m.done();
-      need(0);
-      in.op = Opc::Trap;
-      in.flow = Flow::Trap;
-      return;
-    }
-    if (base == "bar" || base == "barrier") {
-      if (m.take("warp")) {  // bar.warp.sync membermask: the lanes of a warp run together here already
-        if (!m.take("sync")) fail(line, "bar.warp needs .sync");
-        m.done();
-        need(1);
-        in.op = Opc::Nop;
-        return bind(in, op, true);
-      }
-      m.take("cta");
-      m.take("aligned");
-      const bool arrive = m.take("arrive");
-      if (!arrive && !m.take("sync")) {
-        if (m.take("red")) fail(line, "bar.red is not implemented");
-        fail(line, std::string(op) + " needs .sync or .arrive");
-      }
-      m.take("aligned");
-      m.done();
-      if (ops.empty() && base == "barrier") {
-        in.s[0] = constant(0);
-      } else {
-        if (ops.empty() || ops.size() > 2) fail(line, std::string(op) + " takes a barrier number and optionally a thread count");
-        in.s[0] = src(ops[0], T::U32);
-        if (ops.size() == 2) in.s[1] = src(ops[1], T::U32);
-      }
-      if (arrive && in.s[1] == kNone) fail(line, "bar.arrive needs a thread count");
-      in.op = arrive ? Opc::BarArrive : Opc::Bar;
-      in.flow = arrive ? Flow::Arrive : Flow::Barrier;
-      return;
-    }
-    if (base == "shfl") {
-      if (!m.take("sync")) fail(line, "only shfl.sync is supported (PTX 6.0 and later)");
-      int mode = m.take_any(kShflModes);
-      if (mode < 0) fail(line, "shfl needs .up, .down, .bfly or .idx");
-      in.cmp = static_cast<uint8_t>(mode);
-      in.type = m.type();
-      if (in.type != T::B32) fail(line, "shfl's type is .b32");
-      m.done();
-      need(5);
-      in.op = Opc::Shfl;
-      if (ops[0].kind == Opd::Pair) {
-        Opd d = ops[0];
-        d.kind = Opd::Reg;
-        in.d[0] = dst(d, T::B32);
-        in.d[1] = pred_of(ops[0].name2, line);
-      } else {
-        in.d[0] = dst(ops[0], T::B32);
-      }
-      in.s[0] = src(ops[1], T::B32), in.s[1] = src(ops[2], T::B32), in.s[2] = src(ops[3], T::B32), in.s[3] = src(ops[4], T::B32);
-      return bind(in, op, true);
-    }
-    if (base == "vote") {
-      if (!m.take("sync")) fail(line, "only vote.sync is supported (PTX 6.0 and later)");
-      int mode = m.take_any(kVoteModes);
-      if (mode < 0) fail(line, "vote needs .all, .any, .uni or .ballot");
-      in.cmp = static_cast<uint8_t>(mode);
-      in.type = m.type();
-      m.done();
-      need(3);
-      in.op = Opc::Vote;
-      in.d[0] = mode == 3 ? dst(ops[0], T::B32) : pdst(ops[0]);
-      if (mode == 3 && in.type != T::B32) fail(line, "vote.ballot's type is .b32");
-      if (mode != 3 && in.type != T::Pred) fail(line, "vote's type is .pred");
-      in.sp = psrc(ops[1]), in.c_neg = ops[1].neg;
-      in.s[1] = src(ops[2], T::B32);
-      return bind(in, op, true);
-    }
-    if (base == "activemask") {
-      in.type = m.type();
-      m.done();
-      need(1);
-      in.op = Opc::Activemask;
-      in.d[0] = dst(ops[0], T::B32);
-      return bind(in, op, true);
-    }
-    if (base == "redux") {
-      if (!m.take("sync")) fail(line, "redux needs .sync");
-      int o = m.take_any(kReduxOps);
-      if (o < 0) fail(line, "redux needs an operation");
-      in.cmp = static_cast<uint8_t>(o);
-      in.type = m.type();
-      if ((o < 3 && in.type != T::U32 && in.type != T::S32) || (o >= 3 && in.type != T::B32)) fail(line, std::string(op) + ": unsupported type");
-      m.done();
-      need(3);
-      in.op = Opc::Redux;
-      in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], T::B32);
-      return bind(in, op, true);
-    }
-    fail(line, "unknown or unsupported instruction '" + std::string(op) + "'");
+  // Looks the mnemonic up and runs its builder; an unknown mnemonic is an error naming the whole opcode.
+  void build(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    // Every instruction the parser accepts. Sorted by name, so a binary search finds the builder; a row per mnemonic
+    // (not per family) so that this is the one list of what exists.
+    static constexpr Mnemonic kMnemonics[] = {
+        {"abs", &Parser::abs_neg}, {"activemask", &Parser::activemask}, {"add", &Parser::add_sub}, {"addc", &Parser::add_sub},
+        {"and", &Parser::logic}, {"atom", &Parser::atomic}, {"bar", &Parser::barrier}, {"barrier", &Parser::barrier},
+        {"bfe", &Parser::bfe}, {"bfi", &Parser::bfi}, {"bfind", &Parser::bfind}, {"bmsk", &Parser::bmsk_szext},
+        {"bra", &Parser::branch}, {"brev", &Parser::brev}, {"brkpt", &Parser::trap}, {"brx", &Parser::branch},
+        {"clz", &Parser::popc_clz}, {"cnot", &Parser::logic}, {"copysign", &Parser::copysign}, {"cos", &Parser::sfu},
+        {"cvt", &Parser::cvt}, {"cvta", &Parser::cvta}, {"div", &Parser::div_rem}, {"dp2a", &Parser::dp4a_dp2a},
+        {"dp4a", &Parser::dp4a_dp2a}, {"ex2", &Parser::sfu}, {"exit", &Parser::ret_exit}, {"fence", &Parser::fence},
+        {"fma", &Parser::fma}, {"ld", &Parser::memory}, {"ldu", &Parser::memory}, {"lg2", &Parser::sfu},
+        {"lop3", &Parser::lop3}, {"mad", &Parser::mul_mad}, {"mad24", &Parser::mul24_mad24}, {"max", &Parser::min_max},
+        {"membar", &Parser::fence}, {"min", &Parser::min_max}, {"mov", &Parser::mov}, {"mul", &Parser::mul_mad},
+        {"mul24", &Parser::mul24_mad24}, {"nanosleep", &Parser::nop_hint}, {"neg", &Parser::abs_neg}, {"not", &Parser::logic},
+        {"or", &Parser::logic}, {"pmevent", &Parser::nop_hint}, {"popc", &Parser::popc_clz}, {"prefetch", &Parser::prefetch},
+        {"prefetchu", &Parser::prefetch}, {"prmt", &Parser::prmt}, {"rcp", &Parser::sfu}, {"red", &Parser::atomic},
+        {"redux", &Parser::redux}, {"rem", &Parser::div_rem}, {"ret", &Parser::ret_exit}, {"rsqrt", &Parser::sfu},
+        {"sad", &Parser::sad}, {"selp", &Parser::selp}, {"set", &Parser::setp_set}, {"setp", &Parser::setp_set},
+        {"shf", &Parser::shf}, {"shfl", &Parser::shfl}, {"shl", &Parser::shl_shr}, {"shr", &Parser::shl_shr},
+        {"sin", &Parser::sfu}, {"slct", &Parser::slct}, {"sqrt", &Parser::sfu}, {"st", &Parser::memory},
+        {"sub", &Parser::add_sub}, {"subc", &Parser::add_sub}, {"szext", &Parser::bmsk_szext}, {"tanh", &Parser::sfu},
+        {"testp", &Parser::testp}, {"trap", &Parser::trap}, {"vote", &Parser::vote}, {"xor", &Parser::logic},
+    };
+    // Strictly increasing: a row out of order would be missed by the search, a repeated name would hide one builder.
+    static_assert(std::ranges::adjacent_find(kMnemonics, std::ranges::greater_equal{}, &Mnemonic::name) == std::ranges::end(kMnemonics),
+                  "kMnemonics must be sorted by name, each name once");
+    const Mnemonic* row = std::ranges::lower_bound(kMnemonics, base, {}, &Mnemonic::name);
+    if (row == std::ranges::end(kMnemonics) || row->name != base) fail(in.line, "unknown or unsupported instruction '" + std::string(op) + "'");
+    (this->*row->fn)(in, base, m, ops, op);
   }
 
-  void mov(Inst& in, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+  // Plain n-source ALU forms: d, a[, b[, c[, e]]] of one type.
+  void alu(Inst& in, Mods& m, const std::vector<Opd>& ops, std::string_view op, Opc opc, size_t nsrc, T dt, T st) {
+    arity(ops, nsrc + 1, op, in.line);
+    in.op = opc;
+    in.d[0] = dst(ops[0], dt);
+    for (size_t i = 0; i < nsrc; ++i) in.s[i] = src(ops[i + 1], st);
+    m.done();
+    bind(in, op, false);
+  }
+  static void ftz_sat(Inst& in, Mods& m) {
+    if (m.take("ftz")) in.flags |= kFtz;
+    if (m.take("sat")) in.flags |= kSat;
+  }
+
+  // ---- integer and floating-point arithmetic
+  void add_sub(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.op = base[0] == 'a' ? Opc::Add : Opc::Sub;
+    if (base.size() == 4) in.flags |= kCarryIn;  // addc, subc
+    if (m.take("cc")) in.flags |= kCC;
+    in.rnd = m.rounding();
+    ftz_sat(in, m);
+    in.type = m.type();
+    if (in.flags & (kCC | kCarryIn)) {
+      arity(ops, 3, op, in.line);
+      in.d[0] = dst(ops[0], in.type);
+      in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type), in.s[2] = kCarrySlot;
+      m.done();
+      bind(in, op, false);
+      return;
+    }
+    alu(in, m, ops, op, in.op, 2, in.type, in.type);
+  }
+  void mul_mad(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    const bool mad = base == "mad";
+    static const char* const modes[] = {"lo", "hi", "wide"};
+    int mode = m.take_any(modes);
+    in.rnd = m.rounding();
+    ftz_sat(in, m);
+    in.type = m.type();
+    if (is_float(in.type)) {
+      if (mode >= 0) fail(line, std::string(op) + ": ." + modes[mode] + " is for integers");
+      if (mad && in.rnd == kNoRnd) in.rnd = kRN;
+      return alu(in, m, ops, op, mad ? Opc::Mad : Opc::Mul, mad ? 3 : 2, in.type, in.type);
+    }
+    if (mode < 0) fail(line, std::string(op) + ": integer " + std::string(base) + " needs .lo, .hi or .wide");
+    const T wide = bits(in.type) == 16 ? (is_signed(in.type) ? T::S32 : T::U32) : (is_signed(in.type) ? T::S64 : T::U64);
+    if (mode == 2) {
+      if (bits(in.type) > 32) fail(line, std::string(op) + ": .wide takes 16- or 32-bit operands");
+      arity(ops, mad ? 4 : 3, op, line);
+      in.op = mad ? Opc::MadWide : Opc::MulWide;
+      in.d[0] = dst(ops[0], wide);
+      in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type);
+      if (mad) in.s[2] = src(ops[3], wide);
+      m.done();
+      return bind(in, op, false);
+    }
+    alu(in, m, ops, op, mad ? (mode == 0 ? Opc::Mad : Opc::MadHi) : (mode == 0 ? Opc::Mul : Opc::MulHi), mad ? 3 : 2, in.type, in.type);
+  }
+  void mul24_mad24(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const bool mad = base == "mad24";
+    const bool hi = m.take("hi");
+    if (!hi && !m.take("lo")) fail(in.line, std::string(op) + " needs .lo or .hi");
+    in.type = m.type();
+    alu(in, m, ops, op, mad ? (hi ? Opc::Mad24Hi : Opc::Mad24Lo) : (hi ? Opc::Mul24Hi : Opc::Mul24Lo), mad ? 3 : 2, in.type, in.type);
+  }
+  void sad(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    alu(in, m, ops, op, Opc::Sad, 3, in.type, in.type);
+  }
+  void div_rem(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.rnd = m.rounding();
+    if (m.take("approx")) in.flags |= kApprox;
+    if (m.take("full")) in.flags |= kApprox;
+    ftz_sat(in, m);
+    in.type = m.type();
+    if (base == "div" && is_float(in.type) && in.rnd == kNoRnd && !(in.flags & kApprox))
+      fail(in.line, std::string(op) + ": floating-point div needs .rn/.rz/.rm/.rp, .approx or .full");
+    alu(in, m, ops, op, base == "div" ? Opc::Div : Opc::Rem, 2, in.type, in.type);
+  }
+  void abs_neg(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    ftz_sat(in, m);
+    in.type = m.type();
+    alu(in, m, ops, op, base == "abs" ? Opc::Abs : Opc::Neg, 1, in.type, in.type);
+  }
+  void min_max(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    if (m.take("ftz")) in.flags |= kFtz;
+    if (m.take("NaN")) in.flags |= kNaN;
+    if (m.take("relu")) in.flags |= kRelu;
+    in.type = m.type();
+    alu(in, m, ops, op, base == "min" ? Opc::Min : Opc::Max, 2, in.type, in.type);
+  }
+
+  // ---- bit manipulation
+  void popc_clz(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    alu(in, m, ops, op, base == "popc" ? Opc::Popc : Opc::Clz, 1, T::U32, in.type);
+  }
+  void brev(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    alu(in, m, ops, op, Opc::Brev, 1, in.type, in.type);
+  }
+  void bfind(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    if (m.take("shiftamt")) in.flags |= kShiftAmt;
+    in.type = m.type();
+    alu(in, m, ops, op, Opc::Bfind, 1, T::U32, in.type);
+  }
+  void bfe(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    arity(ops, 4, op, in.line);
+    in.op = Opc::Bfe;
+    in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], T::U32), in.s[2] = src(ops[3], T::U32);
+    m.done();
+    bind(in, op, false);
+  }
+  void bfi(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    arity(ops, 5, op, in.line);
+    in.op = Opc::Bfi;
+    in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type);
+    in.s[2] = src(ops[3], T::U32), in.s[3] = src(ops[4], T::U32);
+    m.done();
+    bind(in, op, false);
+  }
+  void prmt(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    in.cmp = 0;
+    int mode = m.take_any(kPrmtModes);
+    if (mode > 0) in.cmp = static_cast<uint8_t>(mode);
+    alu(in, m, ops, op, Opc::Prmt, 3, in.type, in.type);
+  }
+  void bmsk_szext(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    if (m.take("clamp")) in.cmp = 1;
+    else if (m.take("wrap")) in.cmp = 0;
+    else fail(in.line, std::string(op) + " needs .clamp or .wrap");
+    in.type = m.type();
+    alu(in, m, ops, op, base == "bmsk" ? Opc::Bmsk : Opc::Szext, 2, in.type, T::U32);
+  }
+  void dp4a_dp2a(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    Opc o = Opc::Dp4a;
+    if (base == "dp2a") {
+      if (m.take("hi")) o = Opc::Dp2aHi;
+      else if (m.take("lo")) o = Opc::Dp2aLo;
+      else fail(in.line, "dp2a needs .lo or .hi");
+    }
+    in.type = m.type();
+    in.type2 = m.type();
+    arity(ops, 4, op, in.line);
+    in.op = o;
+    const T acc = (is_signed(in.type) || is_signed(in.type2)) ? T::S32 : T::U32;
+    in.d[0] = dst(ops[0], acc), in.s[0] = src(ops[1], T::B32), in.s[1] = src(ops[2], T::B32), in.s[2] = src(ops[3], acc);
+    m.done();
+    bind(in, op, false);
+  }
+  // and, or, xor, not, cnot: on values, or on predicates with .pred.
+  void logic(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    const Opc o = base == "and" ? Opc::And : base == "or" ? Opc::Or : base == "xor" ? Opc::Xor : base == "not" ? Opc::Not : Opc::Cnot;
+    const size_t n = (o == Opc::Not || o == Opc::Cnot) ? 1 : 2;
+    if (in.type == T::Pred) {
+      arity(ops, n + 1, op, in.line);
+      in.op = o;
+      in.d[0] = pdst(ops[0]);
+      for (size_t i = 0; i < n; ++i) in.s[i] = psrc(ops[i + 1]);
+      m.done();
+      return bind(in, op, false);
+    }
+    alu(in, m, ops, op, o, n, in.type, in.type);
+  }
+  void lop3(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    arity(ops, 5, op, in.line);
+    in.op = Opc::Lop3;
+    in.d[0] = dst(ops[0], in.type);
+    for (int i = 0; i < 3; ++i) in.s[i] = src(ops[static_cast<size_t>(i) + 1], in.type);
+    if (ops[4].kind != Opd::Imm) fail(in.line, "lop3's lookup table is an immediate");
+    in.offset = static_cast<int64_t>(ops[4].num.bits & 0xff);
+    m.done();
+    bind(in, op, false);
+  }
+  void shl_shr(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    arity(ops, 3, op, in.line);
+    in.op = base == "shl" ? Opc::Shl : Opc::Shr;
+    in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], T::U32);
+    m.done();
+    bind(in, op, false);
+  }
+  void shf(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    const bool left = m.take("l");
+    if (!left && !m.take("r")) fail(line, "shf needs .l or .r");
+    if (m.take("clamp")) in.cmp = 1;
+    else if (m.take("wrap")) in.cmp = 0;
+    else fail(line, "shf needs .clamp or .wrap");
+    in.type = m.type();
+    arity(ops, 4, op, line);
+    in.op = left ? Opc::ShfL : Opc::ShfR;
+    in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type), in.s[2] = src(ops[3], T::U32);
+    m.done();
+    bind(in, op, false);
+  }
+
+  // ---- floating-point functions
+  void fma(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.rnd = m.rounding();
+    if (in.rnd == kNoRnd) fail(in.line, "fma needs a rounding modifier");
+    ftz_sat(in, m);
+    if (m.take("relu")) in.flags |= kRelu;
+    in.type = m.type();
+    alu(in, m, ops, op, Opc::Fma, 3, in.type, in.type);
+  }
+  // rcp, sqrt (rounded or .approx) and rsqrt, sin, cos, lg2, ex2, tanh (.approx only).
+  void sfu(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    in.rnd = m.rounding();
+    if (m.take("approx")) in.flags |= kApprox;
+    ftz_sat(in, m);
+    in.type = m.type();
+    const Opc o = base == "rcp" ? Opc::Rcp : base == "sqrt" ? Opc::Sqrt : base == "rsqrt" ? Opc::Rsqrt : base == "sin" ? Opc::Sin
+                  : base == "cos" ? Opc::Cos : base == "lg2" ? Opc::Lg2 : base == "ex2" ? Opc::Ex2 : Opc::Tanh;
+    if ((o == Opc::Rcp || o == Opc::Sqrt) && in.rnd == kNoRnd && !(in.flags & kApprox))
+      fail(line, std::string(op) + " needs .rn/.rz/.rm/.rp or .approx");
+    if (o != Opc::Rcp && o != Opc::Sqrt && !(in.flags & kApprox)) fail(line, std::string(op) + " exists only as .approx");
+    if (o != Opc::Rcp && o != Opc::Sqrt) in.rnd = kNoRnd;
+    alu(in, m, ops, op, o, 1, in.type, in.type);
+  }
+  void copysign(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    alu(in, m, ops, op, Opc::Copysign, 2, in.type, in.type);
+  }
+  void testp(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    int c = m.take_any(kTestpClasses);
+    if (c < 0) fail(in.line, "testp needs a class (.finite, .infinite, .number, .notanumber, .normal, .subnormal)");
+    in.cmp = static_cast<uint8_t>(c);
+    in.type = m.type();
+    arity(ops, 2, op, in.line);
+    in.op = Opc::Testp;
+    in.d[0] = pdst(ops[0]), in.s[0] = src(ops[1], in.type);
+    m.done();
+    bind(in, op, false);
+  }
+
+  // ---- comparison and selection
+  // setp writes a predicate (or a pair, p|q); set writes a value of its first type.
+  void setp_set(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    static const char* const cmps[] = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
+    static const char* const bops[] = {"", "and", "or", "xor"};
+    int c = m.take_any(cmps);
+    if (c < 0) fail(line, std::string(op) + " needs a comparison");
+    in.cmp = static_cast<uint8_t>(c);
+    int b = m.take_any(bops);
+    in.bop = static_cast<uint8_t>(b < 0 ? kNoBool : b);
+    if (m.take("ftz")) in.flags |= kFtz;
+    const bool set = base == "set";
+    if (set) in.type = m.type();
+    in.type2 = m.type();
+    if (!set) in.type = T::Pred;
+    in.op = set ? Opc::Set : Opc::Setp;
+    const size_t n = in.bop ? 4 : 3;
+    arity(ops, n, op, line);
+    if (set) {
+      in.d[0] = dst(ops[0], in.type);
+    } else if (ops[0].kind == Opd::Pair) {
+      in.d[0] = pred_of(ops[0].name, line), in.d[1] = pred_of(ops[0].name2, line);
+    } else {
+      in.d[0] = pdst(ops[0]);
+    }
+    in.s[0] = src(ops[1], in.type2), in.s[1] = src(ops[2], in.type2);
+    if (in.bop) in.sp = psrc(ops[3]), in.c_neg = ops[3].neg;
+    m.done();
+    bind(in, op, false);
+  }
+  void selp(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    arity(ops, 4, op, in.line);
+    in.op = Opc::Selp;
+    in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type);
+    in.sp = psrc(ops[3]), in.c_neg = ops[3].neg;
+    m.done();
+    bind(in, op, false);
+  }
+  void slct(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    if (m.take("ftz")) in.flags |= kFtz;
+    in.type = m.type();
+    in.type2 = m.type();
+    arity(ops, 4, op, in.line);
+    in.op = Opc::Slct;
+    in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], in.type), in.s[2] = src(ops[3], in.type2);
+    m.done();
+    bind(in, op, false);
+  }
+
+  // ---- addresses and memory (mov, cvt, ld/st and atomics are further down)
+  void cvta(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    in.op = m.take("to") ? Opc::CvtaTo : Opc::Cvta;
+    static const char* const spaces[] = {"", "global", "shared", "local", "param", "const"};
+    int s = m.take_any(spaces);
+    if (s < 0) {
+      if (m.take("shared::cta")) s = 2;
+      else fail(line, "cvta needs a state space");
+    }
+    in.space = static_cast<Space>(s);
+    in.type = m.type();
+    if (in.type != T::U32 && in.type != T::U64) fail(line, "cvta's type is .u32 or .u64");
+    arity(ops, 2, op, line);
+    in.d[0] = dst(ops[0], in.type);
+    in.s[0] = src(ops[1], in.type);
+    if (ops[1].kind == Opd::Reg)
+      if (const Reg* r = find_reg(ops[1].name)) in.addr_bits = static_cast<uint8_t>(r->bits);
+    m.done();
+    bind(in, op, true);
+  }
+  // Hints that change nothing a thread sees: they run as no-ops once their modifiers check out.
+  void prefetch(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    static const char* const ignored[] = {"global", "local", "L1", "L2", "L2::evict_last", "L2::evict_normal", "tensormap"};
+    while (m.take_any(ignored) >= 0) {}
+    m.done();
+    arity(ops, 1, op, in.line);
+    in.op = Opc::Nop;
+    bind(in, op, true);
+  }
+  void fence(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    static const char* const ignored[] = {"cta", "gl", "sys", "gpu", "cluster", "sc", "acq_rel", "proxy", "alias", "async", "generic"};
+    while (m.take_any(ignored) >= 0) {}
+    m.done();
+    arity(ops, 0, op, in.line);
+    in.op = Opc::Nop;
+    bind(in, op, true);
+  }
+  void nop_hint(Inst& in, std::string_view, Mods& m, const std::vector<Opd>&, std::string_view op) {  // nanosleep, pmevent
+    m.type();
+    m.done();
+    in.op = Opc::Nop;
+    bind(in, op, true);
+  }
+
+  // ---- control flow
+  void branch(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    if (base == "brx") fail(line, "brx.idx (indirect branches) is not supported");
+    m.take("uni");
+    m.done();
+    arity(ops, 1, op, line);
+    if (ops[0].kind != Opd::Sym) fail(line, "bra needs a label");
+    in.op = Opc::Bra;
+    in.flow = Flow::Branch;
+    fixups_.push_back({static_cast<uint32_t>(code_.insts.size()), std::string(ops[0].name), line});
+  }
+  void ret_exit(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    m.take("uni");
+    m.done();
+    arity(ops, 0, op, in.line);
+    in.op = Opc::Exit;
+    in.flow = Flow::Exit;
+  }
+  void trap(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {  // trap, brkpt
+    m.done();
+    arity(ops, 0, op, in.line);
+    in.op = Opc::Trap;
+    in.flow = Flow::Trap;
+  }
+  void barrier(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    if (m.take("warp")) {  // bar.warp.sync membermask: the lanes of a warp run together here already
+      if (!m.take("sync")) fail(line, "bar.warp needs .sync");
+      m.done();
+      arity(ops, 1, op, line);
+      in.op = Opc::Nop;
+      return bind(in, op, true);
+    }
+    m.take("cta");
+    m.take("aligned");
+    const bool arrive = m.take("arrive");
+    if (!arrive && !m.take("sync")) {
+      if (m.take("red")) fail(line, "bar.red is not implemented");
+      fail(line, std::string(op) + " needs .sync or .arrive");
+    }
+    m.take("aligned");
+    m.done();
+    if (ops.empty() && base == "barrier") {
+      in.s[0] = constant(0);
+    } else {
+      if (ops.empty() || ops.size() > 2) fail(line, std::string(op) + " takes a barrier number and optionally a thread count");
+      in.s[0] = src(ops[0], T::U32);
+      if (ops.size() == 2) in.s[1] = src(ops[1], T::U32);
+    }
+    if (arrive && in.s[1] == kNone) fail(line, "bar.arrive needs a thread count");
+    in.op = arrive ? Opc::BarArrive : Opc::Bar;
+    in.flow = arrive ? Flow::Arrive : Flow::Barrier;
+  }
+
+  // ---- warp-wide operations
+  void shfl(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    if (!m.take("sync")) fail(line, "only shfl.sync is supported (PTX 6.0 and later)");
+    int mode = m.take_any(kShflModes);
+    if (mode < 0) fail(line, "shfl needs .up, .down, .bfly or .idx");
+    in.cmp = static_cast<uint8_t>(mode);
+    in.type = m.type();
+    if (in.type != T::B32) fail(line, "shfl's type is .b32");
+    m.done();
+    arity(ops, 5, op, line);
+    in.op = Opc::Shfl;
+    if (ops[0].kind == Opd::Pair) {
+      Opd d = ops[0];
+      d.kind = Opd::Reg;
+      in.d[0] = dst(d, T::B32);
+      in.d[1] = pred_of(ops[0].name2, line);
+    } else {
+      in.d[0] = dst(ops[0], T::B32);
+    }
+    in.s[0] = src(ops[1], T::B32), in.s[1] = src(ops[2], T::B32), in.s[2] = src(ops[3], T::B32), in.s[3] = src(ops[4], T::B32);
+    bind(in, op, true);
+  }
+  void vote(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    if (!m.take("sync")) fail(line, "only vote.sync is supported (PTX 6.0 and later)");
+    int mode = m.take_any(kVoteModes);
+    if (mode < 0) fail(line, "vote needs .all, .any, .uni or .ballot");
+    in.cmp = static_cast<uint8_t>(mode);
+    in.type = m.type();
+    m.done();
+    arity(ops, 3, op, line);
+    in.op = Opc::Vote;
+    in.d[0] = mode == 3 ? dst(ops[0], T::B32) : pdst(ops[0]);
+    if (mode == 3 && in.type != T::B32) fail(line, "vote.ballot's type is .b32");
+    if (mode != 3 && in.type != T::Pred) fail(line, "vote's type is .pred");
+    in.sp = psrc(ops[1]), in.c_neg = ops[1].neg;
+    in.s[1] = src(ops[2], T::B32);
+    bind(in, op, true);
+  }
+  void activemask(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    in.type = m.type();
+    m.done();
+    arity(ops, 1, op, in.line);
+    in.op = Opc::Activemask;
+    in.d[0] = dst(ops[0], T::B32);
+    bind(in, op, true);
+  }
+  void redux(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    if (!m.take("sync")) fail(line, "redux needs .sync");
+    int o = m.take_any(kReduxOps);
+    if (o < 0) fail(line, "redux needs an operation");
+    in.cmp = static_cast<uint8_t>(o);
+    in.type = m.type();
+    if ((o < 3 && in.type != T::U32 && in.type != T::S32) || (o >= 3 && in.type != T::B32)) fail(line, std::string(op) + ": unsupported type");
+    m.done();
+    arity(ops, 3, op, line);
+    in.op = Opc::Redux;
+    in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], T::B32);
+    bind(in, op, true);
+  }
+
+  void mov(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
     const int line = in.line;
     in.type = m.type();
     m.done();
@@ -1336,7 +1404,7 @@ class Parser {
     bind(in, op, false);
   }
 
-  void cvt(Inst& in, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+  void cvt(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
     const int line = in.line;
     bool integral = false;
     in.rnd = m.rounding(&integral);
