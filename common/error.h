@@ -1,4 +1,4 @@
-// ugpu::Error — the base of every exception ugpu throws (DESIGN.md §7).
+// ugpu::Error — the base of every exception ugpu throws (docs/design.md §7).
 // Messages say what was being done, what failed, and what the user can do about it.
 #pragma once
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// The devices this build knows (DESIGN.md §5): names, opening one, the default choice, and loading
+// The devices this build knows (docs/design.md §5): names, opening one, the default choice, and loading
 // a kernel from its UOp graph onto any of them.
 #pragma once
 #include <memory>

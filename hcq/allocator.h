@@ -1,4 +1,4 @@
-// Allocators of the device base (DESIGN.md §4).
+// Allocators of the device base (docs/design.md §4).
 //   RangeAllocator — TLSF (two-level segregated fit) over an address range: O(1) allocation and
 //     free with immediate coalescing; used for sub-allocating device memory chunks (and, on paths
 //     that own the address space, for GPU VA and physical ranges).

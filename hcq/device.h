@@ -1,4 +1,4 @@
-// The device-agnostic part of every device (DESIGN.md §4): signals and the timeline, host waits with
+// The device-agnostic part of every device (docs/design.md §4): signals and the timeline, host waits with
 // a progress-aware timeout, buffers, copies through staging memory, synchronize, and the error state
 // a fault or hang leaves behind. A driver supplies queues, memory and the submission itself.
 #pragma once
@@ -96,7 +96,7 @@ class Device {
   virtual std::string target() const = 0;
   virtual std::shared_ptr<Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) = 0;
 
-  // Argument memory for exec(), from a ring in device memory (DESIGN.md §4). A block belongs to
+  // Argument memory for exec(), from a ring in device memory (docs/design.md §4). A block belongs to
   // its queue until the queue is gone and the device has consumed the queue's last submission; the
   // ring skips blocks still held and waits (back-pressure) for blocks whose last use is in flight.
   Kernargs alloc_kernargs(size_t bytes);

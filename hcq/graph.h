@@ -1,4 +1,4 @@
-// Graph (DESIGN.md §4): a recorded schedule of kernels and copies over one or more devices and
+// Graph (docs/design.md §4): a recorded schedule of kernels and copies over one or more devices and
 // their queues, replayed with new inputs. The first replay records one bound queue per device ring;
 // every replay after that patches the slots whose values changed (inputs, signal values), submits
 // each queue as one indirect command and releases a single kick signal that all queues wait on, so

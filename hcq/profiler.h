@@ -1,4 +1,4 @@
-// The profiler (DESIGN.md §4): device timestamps of execs and copies, converted to host time, kept
+// The profiler (docs/design.md §4): device timestamps of execs and copies, converted to host time, kept
 // as events and written as Chrome-trace JSON (chrome://tracing and ui.perfetto.dev open it). One
 // profiler may serve several devices; each device is one process row in the trace, its compute and
 // copy engines two thread rows.

@@ -1,4 +1,4 @@
-// HWQueue (DESIGN.md §4): commands recorded in the device's own encoding (dwords), with patch
+// HWQueue (docs/design.md §4): commands recorded in the device's own encoding (dwords), with patch
 // slots for values that change between submissions. A value is a constant or `var(i) + c`; each
 // submit() supplies the variables and rewrites only the slots whose value changed. bind() moves the
 // commands into device memory, after which a submission is one indirect command and patches are

@@ -1,4 +1,4 @@
-// Signals: 16-byte slots in memory the device and the host both see (DESIGN.md §4): the value at +0,
+// Signals: 16-byte slots in memory the device and the host both see (docs/design.md §4): the value at +0,
 // a timestamp at +8. The device writes them from its queues; the host reads them and waits on them.
 #pragma once
 #include <atomic>

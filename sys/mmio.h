@@ -1,4 +1,4 @@
-// The Mmio seam (DESIGN.md §3): a device-visible register or memory range (a BAR, a doorbell page).
+// The Mmio seam (docs/design.md §3): a device-visible register or memory range (a BAR, a doorbell page).
 // Every access is an explicit call, never a plain store through a pointer, so an emulated range can
 // give each register write its hardware side effect and a real range can use volatile accesses with
 // the fences the device needs.

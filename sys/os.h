@@ -1,4 +1,4 @@
-// The Os seam (DESIGN.md §3): every system call a driver path makes — files, ioctls, mmaps, sysfs —
+// The Os seam (docs/design.md §3): every system call a driver path makes — files, ioctls, mmaps, sysfs —
 // goes through an Os, so the same driver code runs against the kernel (PosixOs) and against an
 // emulator's virtual files (emu::VirtualOs).
 //

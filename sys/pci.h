@@ -1,4 +1,4 @@
-// The PciDevice seam (DESIGN.md §3): config space, BARs (as Mmio), DMA-able host memory with bus
+// The PciDevice seam (docs/design.md §3): config space, BARs (as Mmio), DMA-able host memory with bus
 // addresses, reset — what a driver needs to run a GPU with no kernel GPU driver. The real ones go
 // only through an Os (so tests drive them over emu::VirtualOs):
 //  - SysfsPciDevice: /sys/bus/pci/devices/<addr>/{config,resource,resourceN,enable,reset}; needs root.

@@ -1,4 +1,4 @@
-// The UsbTransport seam (DESIGN.md §3): bulk and control transfers to one claimed interface of a USB
+// The UsbTransport seam (docs/design.md §3): bulk and control transfers to one claimed interface of a USB
 // device — libusb on real hardware (LibusbTransport), the ASM24xx model in emu/usb/ under test.
 //
 // Endpoints carry their direction bit (0x81 is IN 1, 0x02 is OUT 2); a transfer on an endpoint of the

@@ -1,4 +1,4 @@
-// The host CPU as an HCQ device (DESIGN.md §5: `cpu`). Its queues are encoded as dword commands
+// The host CPU as an HCQ device (docs/design.md §5: `cpu`). Its queues are encoded as dword commands
 // (below) and pushed onto a ring that a command-processor thread executes in order, honouring waits
 // and signals in memory like a GPU's CP; a kernel's launch is spread over worker threads, each running
 // a contiguous piece of the outermost GLOBAL axis (codegen/host.h). The ring is never overrun: a

@@ -1,4 +1,4 @@
-// VirtualOs: the Os seam served from memory (DESIGN.md §3, §6). Tests build a fake /sys or /dev tree
+// VirtualOs: the Os seam served from memory (docs/design.md §3, §6). Tests build a fake /sys or /dev tree
 // in it, and emulated GPUs plug their kernel-driver models in as device nodes, so the KFD, RM, sysfs
 // and vfio paths run unchanged against it.
 //

@@ -1,4 +1,4 @@
-// Command packets as data (DESIGN.md §2): every PM4 and SDMA packet ugpu uses is a table of fields, and
+// Command packets as data (docs/design.md §2): every PM4 and SDMA packet ugpu uses is a table of fields, and
 // the same table gives the driver's encoder, the emulator's decoder and `ugpu decode`'s text, so the
 // three agree because they read one description.
 //

@@ -1,4 +1,4 @@
-// NVIDIA command submission as data (DESIGN.md §2): pushbuffer method headers, the methods ugpu uses
+// NVIDIA command submission as data (docs/design.md §2): pushbuffer method headers, the methods ugpu uses
 // on the host (channel), compute and copy-engine classes with their fields, GPFIFO entries and the
 // USERD control page. One table per method gives the driver's encoder, the emulator's decoder and
 // `ugpu decode --nv`'s text.

@@ -1,4 +1,4 @@
-// The hardware seams (DESIGN.md §3): PosixOs on real files, VirtualOs, MappedMmio, and the sysfs and
+// The hardware seams (docs/design.md §3): PosixOs on real files, VirtualOs, MappedMmio, and the sysfs and
 // vfio PCI paths driven through a fake sysfs / vfio tree in a VirtualOs.
 #include <doctest/doctest.h>
 #include <fcntl.h>
