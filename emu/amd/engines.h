@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "emu/amd/rdna3/executor.h"
-#include "emu/amd/gpu_memory.h"
+#include "emu/gpu_memory.h"
 #include "hw/amd/packets.h"
 
 namespace ugpu::emu::amd {

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "emu/nv/gpu_memory.h"
+#include "emu/gpu_memory.h"
 #include "emu/nv/ptx/ptx.h"
 #include "hw/nv/methods.h"
 

@@ -1,5 +1,7 @@
 #include "emu/amd/kfd/kfd_model.h"
 
+#include "emu/amd/kfd/kfd_memory.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 
@@ -13,7 +15,7 @@
 #include <mutex>
 
 #include "emu/amd/engines.h"
-#include "emu/amd/gpu_memory.h"
+#include "emu/amd/kfd/kfd_memory.h"
 #include "hw/amd/kfd.h"
 
 namespace ugpu::emu::amd {
@@ -36,7 +38,7 @@ bool mapped_exactly(const std::shared_ptr<Allocation>& a, uint64_t va, uint64_t 
 
 class Card : public KfdGpu, public std::enable_shared_from_this<Card> {
  public:
-  Card(VirtualOs& os, const GpuConfig& cfg) : os_(os), cfg_(cfg), memory_(cfg.vram_bytes), ctx_(memory_) {
+  Card(VirtualOs& os, const GpuConfig& cfg) : os_(os), cfg_(cfg), gpu_memory_(cfg.vram_bytes), memory_(gpu_memory_), ctx_(gpu_memory_) {
     ctx_.executor_threads = cfg.executor_threads;
     ctx_.on_interrupt = [this](uint32_t id) { interrupt(id); };
     ctx_.on_page_fault = [this](uint64_t va, Access a, const std::string& m) { page_fault(va, a, m); };
@@ -55,7 +57,7 @@ class Card : public KfdGpu, public std::enable_shared_from_this<Card> {
     std::lock_guard lock(mu_);
     GpuStats s;
     s.dispatches = ctx_.dispatches, s.wave_instructions = ctx_.wave_instructions, s.packets = ctx_.packets;
-    s.interrupts = interrupts_, s.queues = queues_.size(), s.allocations = allocations_, s.vram_used = memory_.vram_used();
+    s.interrupts = interrupts_, s.queues = queues_.size(), s.allocations = allocations_, s.vram_used = gpu_memory_.vram_used();
     return s;
   }
   std::vector<std::string> log() const override {
@@ -99,7 +101,8 @@ class Card : public KfdGpu, public std::enable_shared_from_this<Card> {
   VirtualOs& os_;
   GpuConfig cfg_;
   kfd::CwsrSizes sizes_;
-  GpuMemory memory_;
+  GpuMemory gpu_memory_;  // pages and GPU mappings
+  KfdMemory memory_;      // KFD allocations over them
   GpuContext ctx_;
   uint8_t* doorbells_;
   mutable std::mutex mu_;
@@ -273,7 +276,7 @@ int Card::create_event(kfd::CreateEvent& a) {
     auto page = memory_.find(a.event_page_offset);
     if (!page || page->size < kfd::kEventPageSize) return -EINVAL;
     event_page_ = page;
-    for (uint64_t i = 0; i < kfd::kSignalEventLimit; ++i) std::memcpy(event_page_->host + i * 8, &kUnsignaled, 8);
+    for (uint64_t i = 0; i < kfd::kSignalEventLimit; ++i) std::memcpy(event_page_->pages->host + i * 8, &kUnsignaled, 8);
   }
   Event e;
   e.type = a.event_type;
@@ -328,9 +331,9 @@ void Card::interrupt(uint32_t ctxid) {
     auto it = events_.find(id);
     if (it == events_.end() || it->second.type != kfd::kEventSignal || !event_page_) return;
     uint64_t slot;
-    std::memcpy(&slot, event_page_->host + id * 8, 8);
+    std::memcpy(&slot, event_page_->pages->host + id * 8, 8);
     if (slot == kUnsignaled) return;
-    std::memcpy(event_page_->host + id * 8, &kUnsignaled, 8);
+    std::memcpy(event_page_->pages->host + id * 8, &kUnsignaled, 8);
     it->second.signaled = true;
   };
   if (events_.count(ctxid)) fire(ctxid);
@@ -378,9 +381,9 @@ void* Card::mmap_kfd(uint64_t offset, size_t len) {
 void* Card::map_buffer(void* addr, uint64_t offset, size_t len, int prot, int flags) {
   uint64_t id = offset >> kBufferOffsetShift, sub = offset & ((uint64_t{1} << kBufferOffsetShift) - 1);
   auto a = memory_.find(uint64_t{cfg_.gpu_id} << 32 | id);
-  if (!a || a->memfd < 0 || sub > a->size || len > a->size - sub) return nullptr;
+  if (!a || a->pages->memfd < 0 || sub > a->size || len > a->size - sub) return nullptr;
   if ((a->flags & kfd::mem::kVram) && !(a->flags & kfd::mem::kPublic)) return nullptr;  // not CPU visible
-  void* p = ::mmap(addr, len, prot, MAP_SHARED | (flags & MAP_FIXED), a->memfd, static_cast<off_t>(sub));
+  void* p = ::mmap(addr, len, prot, MAP_SHARED | (flags & MAP_FIXED), a->pages->memfd, static_cast<off_t>(sub));
   return p == MAP_FAILED ? nullptr : p;
 }
 

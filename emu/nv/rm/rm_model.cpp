@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "emu/nv/fifo.h"
-#include "emu/nv/gpu_memory.h"
+#include "emu/nv/rm/rm_memory.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/rm_abi.h"
 #include "hw/nv/rm_branch.h"
@@ -90,7 +90,8 @@ struct Card : NvGpu, std::enable_shared_from_this<Card> {
   NvGpuConfig cfg;
   VirtualOs* os = nullptr;
   const rm::AbiBranch* abi = nullptr;
-  GpuMemory memory;
+  GpuMemory memory;   // pages and GPU mappings
+  UvmRanges ranges;   // the VA UVM manages, where RM memory is mapped
   FifoContext fifo;
   std::mutex mu;  // the object tree
   std::map<uint32_t, std::map<uint32_t, Object>> clients;  // client handle -> objects (the client itself included)
@@ -192,7 +193,7 @@ struct Card : NvGpu, std::enable_shared_from_this<Card> {
     for (uint32_t child : std::vector<uint32_t>(it->second.children)) free_tree(objs, child);
     it = objs.find(handle);
     Object& o = it->second;
-    if (o.kind == Kind::Memory && o.memory) memory.release(o.memory);
+    if (o.kind == Kind::Memory && o.memory && o.memory->vidmem) memory.release_vram(o.memory->pages->size);
     if (o.kind == Kind::Channel) o.channel->stop();  // before its USERD and ring memory can go
     if (o.kind == Kind::Channel)
       for (auto c = channels.begin(); c != channels.end(); ++c)
@@ -322,8 +323,15 @@ uint32_t Card::alloc_memory(uint32_t client, uint32_t parent, uint32_t handle, u
                   : rm::NVOS32_ATTR_PAGE_SIZE.get(a->attr) == rm::NVOS32_ATTR_PAGE_SIZE_BIG   ? 64u << 10
                                                                                                : 4096;
   uint64_t size = (a->size + page - 1) / page * page;
-  auto m = memory.allocate(size, vidmem, rm::NVOS32_ATTR_PHYSICALITY.get(a->attr) == rm::NVOS32_ATTR_PHYSICALITY_CONTIGUOUS, page);
-  if (!m) return rm::NV_ERR_NO_MEMORY;
+  if (vidmem && !memory.reserve_vram(size)) return rm::NV_ERR_NO_MEMORY;
+  auto m = std::make_shared<RmMemory>();
+  m->pages = Pages::create(size, vidmem ? "ugpu-emu-nv-vidmem" : "ugpu-emu-nv-sysmem");
+  if (!m->pages) {
+    if (vidmem) memory.release_vram(size);
+    return rm::NV_ERR_NO_MEMORY;
+  }
+  m->vidmem = vidmem, m->page_size = page;
+  m->contiguous = rm::NVOS32_ATTR_PHYSICALITY.get(a->attr) == rm::NVOS32_ATTR_PHYSICALITY_CONTIGUOUS;
   a->size = size;
   a->limit = size - 1;
   Object o{Kind::Memory, cls, parent};
@@ -344,13 +352,13 @@ uint32_t Card::alloc_channel(uint32_t client, uint32_t parent, uint32_t handle, 
     Object* ctx = find(client, a->hContextShare);
     if (!err || err->kind != Kind::Memory || !userd || userd->kind != Kind::Memory) return rm::NV_ERR_INVALID_OBJECT_HANDLE;
     if (!ctx || ctx->kind != Kind::CtxShare) return rm::NV_ERR_INVALID_OBJECT_HANDLE;
-    if (a->userdOffset[0] % rm::kUserdBytes || a->userdOffset[0] + rm::kUserdBytes > userd->memory->size) return rm::NV_ERR_INVALID_OFFSET;
+    if (a->userdOffset[0] % rm::kUserdBytes || a->userdOffset[0] + rm::kUserdBytes > userd->memory->pages->size) return rm::NV_ERR_INVALID_OFFSET;
     if (a->gpFifoOffset % 8) return rm::NV_ERR_INVALID_OFFSET;
     s.gpfifo_va = a->gpFifoOffset;
     s.entries = a->gpFifoEntries;
-    s.userd = userd->memory->host + a->userdOffset[0];
-    s.error_notifier = err->memory->host;
-    s.error_notifier_bytes = err->memory->size;
+    s.userd = userd->memory->pages->host + a->userdOffset[0];
+    s.error_notifier = err->memory->pages->host;
+    s.error_notifier_bytes = err->memory->pages->size;
     return rm::NV_OK;
   });
   if (st != rm::NV_OK) return st;
@@ -494,8 +502,8 @@ uint32_t Card::map_memory(rm::nv_ioctl_nvos33_parameters_with_fd& w) {
     pend.usermode = true;
     pend.length = p.length;
   } else if (o->kind == Kind::Memory) {
-    if (!o->memory->host || o->memory->memfd < 0) return rm::NV_ERR_INVALID_ARGUMENT;  // OS descriptors are the process's own pages
-    if (p.offset % 4096 || p.offset > o->memory->size || p.length > o->memory->size - p.offset) return rm::NV_ERR_INVALID_LIMIT;
+    if (o->memory->pages->memfd < 0) return rm::NV_ERR_INVALID_ARGUMENT;  // OS descriptors are the process's own pages
+    if (p.offset % 4096 || p.offset > o->memory->pages->size || p.length > o->memory->pages->size - p.offset) return rm::NV_ERR_INVALID_LIMIT;
     // Vidmem goes through a /dev/nvidiaN fd (BAR1), sysmem through a /dev/nvidiactl fd.
     if (o->memory->vidmem == f->control()) return rm::NV_ERR_INVALID_ARGUMENT;
     pend.memory = o->memory;
@@ -517,7 +525,7 @@ uint32_t Card::map_dma(Nvos46& p) {
   Object* dma = find(p.hClient, p.hDma);
   Object* m = find(p.hClient, p.hMemory);
   if (!dma || dma->kind != Kind::Virtual || !m || m->kind != Kind::Memory) return rm::NV_ERR_INVALID_OBJECT_HANDLE;
-  if (p.offset > m->memory->size || p.length > m->memory->size - p.offset || !p.length) return rm::NV_ERR_INVALID_LIMIT;
+  if (p.offset > m->memory->pages->size || p.length > m->memory->pages->size - p.offset || !p.length) return rm::NV_ERR_INVALID_LIMIT;
   if (!rm::NVOS46_FLAGS_DMA_OFFSET_FIXED.get(p.flags)) return rm::NV_ERR_NOT_SUPPORTED;  // the model only places fixed offsets
   if (p.dmaOffset % 4096) return rm::NV_ERR_INVALID_OFFSET;
   return rm::NV_OK;
@@ -533,8 +541,7 @@ uint32_t Card::os_descriptor(rm::nv_ioctl_nvos02_parameters_with_fd& w) {
   uint32_t handle = p.hObjectNew ? p.hObjectNew : next_handle++;
   if (find(p.hRoot, handle)) return rm::NV_ERR_INVALID_OBJECT_NEW;
   auto m = std::make_shared<RmMemory>();
-  m->size = p.limit + 1;
-  m->host = reinterpret_cast<uint8_t*>(p.pMemory);
+  m->pages = Pages::borrow(reinterpret_cast<void*>(p.pMemory), p.limit + 1);
   Object o{Kind::Memory, p.hClass, p.hObjectParent};
   o.memory = std::move(m);
   clients[p.hRoot][handle] = std::move(o);
@@ -591,7 +598,7 @@ uint32_t Card::uvm(UvmFile& f, unsigned long nr, void* arg) {
     case rm::UVM_CREATE_EXTERNAL_RANGE: {
       auto* p = static_cast<rm::UVM_CREATE_EXTERNAL_RANGE_PARAMS*>(arg);
       if (p->base % 4096 || p->length % 4096 || !p->length) return p->rmStatus = rm::NV_ERR_INVALID_ADDRESS;
-      return p->rmStatus = memory.create_range(p->base, p->length) ? rm::NV_OK : rm::NV_ERR_UVM_ADDRESS_IN_USE;
+      return p->rmStatus = ranges.create(p->base, p->length) ? rm::NV_OK : rm::NV_ERR_UVM_ADDRESS_IN_USE;
     }
     case rm::UVM_MAP_EXTERNAL_ALLOCATION: {
       auto* p = static_cast<rm::UVM_MAP_EXTERNAL_ALLOCATION_PARAMS*>(arg);
@@ -599,13 +606,16 @@ uint32_t Card::uvm(UvmFile& f, unsigned long nr, void* arg) {
       if (!m || m->kind != Kind::Memory) return p->rmStatus = rm::NV_ERR_OBJECT_NOT_FOUND;
       if (!p->gpuAttributesCount || p->gpuAttributesCount > rm::UVM_MAX_GPUS || !uuid_ok(p->perGpuAttributes[0].gpuUuid))
         return p->rmStatus = rm::NV_ERR_INVALID_ARGUMENT;
-      if (!memory.range_covers(p->base, p->length)) return p->rmStatus = rm::NV_ERR_INVALID_ADDRESS;
-      return p->rmStatus = memory.map(p->base, m->memory, p->offset, p->length) ? rm::NV_OK : rm::NV_ERR_INVALID_ADDRESS;
+      if (!ranges.covers(p->base, p->length)) return p->rmStatus = rm::NV_ERR_INVALID_ADDRESS;
+      return p->rmStatus = memory.map({p->base, p->length, p->offset, m->memory->pages}) ? rm::NV_OK : rm::NV_ERR_INVALID_ADDRESS;
     }
     case rm::UVM_FREE:
       return rm::with_branch(*abi, [&](auto t) {
         auto* p = static_cast<typename decltype(t)::UvmFree*>(arg);
-        return p->rmStatus = memory.free_range(p->base) ? rm::NV_OK : rm::NV_ERR_INVALID_ADDRESS;
+        uint64_t length = ranges.remove(p->base);
+        if (!length) return p->rmStatus = rm::NV_ERR_INVALID_ADDRESS;
+        memory.unmap_range(p->base, length);  // every mapping inside goes with it
+        return p->rmStatus = rm::NV_OK;
       });
     default: return rm::NV_ERR_NOT_SUPPORTED;  // peer access: one emulated GPU per process
   }
@@ -699,7 +709,7 @@ void* RmFile::map_pages(void* addr, uint64_t offset, size_t len, int prot, int f
   Pending p = *pending;
   pending.reset();
   if (len > p.length) return nullptr;
-  void* r = ::mmap(addr, len, prot, MAP_SHARED | (flags & MAP_FIXED), p.memory->memfd, static_cast<off_t>(p.offset));
+  void* r = ::mmap(addr, len, prot, MAP_SHARED | (flags & MAP_FIXED), p.memory->pages->memfd, static_cast<off_t>(p.offset));
   return r == MAP_FAILED ? nullptr : r;
 }
 
