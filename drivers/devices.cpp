@@ -39,7 +39,8 @@ std::unique_ptr<hcq::Device> open_emu_nv() {
   o.name = "emu:nv", o.kind = "emulated gpu", o.emulator_runs_ptx = true;
   return nv::open_nv(os, o);
 }
-// Devices join this table as their drivers land (nv, amd:pci ...).
+// One row per device string, in the order `ugpu devices` lists them; a new way in or vendor is a new
+// row (docs/adding-a-device.md). amd:pci, amd:usb and qcom join as their drivers land.
 const std::vector<Driver>& drivers() {
   static const std::vector<Driver> d = {
       {{"cpu", "the host CPU: x86 kernels from LLVM, spread over worker threads"}, [] { return std::make_unique<cpu::CpuDevice>(); }},
