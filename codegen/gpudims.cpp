@@ -60,7 +60,7 @@ const PatternMatcher& end_fixup() {
 
 // On the host, the outermost GLOBAL range r is cut into `parts` contiguous pieces, one per call:
 // r = lo + j with lo = part*n // parts and j a loop over the piece. `part` and `parts` are the x86
-// function's own arguments (codegen/host.h); the rest of the kernel stays loops.
+// function's own arguments (codegen/llvm/host.h); the rest of the kernel stays loops.
 struct HostSplit {
   UOp value, range;
 };

@@ -20,8 +20,8 @@ std::vector<DeviceEntry> known_devices();
 // Throws Error naming the known devices for an unknown name, or saying why a known one cannot open.
 std::unique_ptr<hcq::Device> open_device(const std::string& name);
 
-// The device used when none is named: $UGPU_DEVICE, else the first GPU found, else the emulated
-// AMD GPU, else the CPU. `why` says how it was chosen, for the user.
+// The device used when none is named: $UGPU_DEVICE, else the first GPU found (/dev/kfd, then
+// /dev/nvidiactl), else the emulated AMD GPU. `why` says how it was chosen, for the user.
 struct DefaultDevice {
   std::string name, why;
 };

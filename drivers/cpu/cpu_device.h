@@ -1,7 +1,7 @@
 // The host CPU as an HCQ device (docs/design.md §5: `cpu`). Its queues are encoded as dword commands
 // (below) and pushed onto a ring that a command-processor thread executes in order, honouring waits
 // and signals in memory like a GPU's CP; a kernel's launch is spread over worker threads, each running
-// a contiguous piece of the outermost GLOBAL axis (codegen/host.h). The ring is never overrun: a
+// a contiguous piece of the outermost GLOBAL axis (codegen/llvm/host.h). The ring is never overrun: a
 // submit waits for the processor to free space.
 //
 // A kernel that never ends is this device's GPU hang. When the device fails (a wait timed out) or

@@ -118,8 +118,8 @@ KfdInterface::KfdInterface(std::shared_ptr<sys::Os> os, const AmdOptions& o) {
     f.kfd = sys::Fd(*os, "/dev/kfd", O_RDWR);
   } catch (const sys::OsError& e) {
     if (e.err() == ENOENT)
-      throw Error(o.name + ": /dev/kfd does not exist: no AMD GPU with the amdgpu kernel driver here (modprobe amdgpu; without a kernel "
-                           "driver use amd:pci; without a GPU use emu:amd)");
+      throw Error(o.name + ": /dev/kfd does not exist: no AMD GPU with the amdgpu kernel driver here (modprobe amdgpu; a path with no "
+                           "kernel driver, amd:pci, is not built yet; without a GPU use emu:amd)");
     if (e.err() == EACCES || e.err() == EPERM)
       throw Error(o.name + ": permission denied opening /dev/kfd: add your user to the render group (sudo usermod -aG render $USER, then "
                            "log in again)");
