@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "ir/text.h"
 #include "tests/emu/harness.h"
 
@@ -30,7 +30,7 @@ Rate measure(const std::string& name, const std::vector<size_t>& bytes, unsigned
   for (size_t b : bytes) bufs.emplace_back(b / 4, 0.5f);
   std::vector<std::pair<void*, size_t>> mapped;
   for (auto& v : bufs) mapped.push_back({v.data(), v.size() * 4});
-  ir::UOp k = ir::parse(codegen::example_kernel(name).text);
+  ir::UOp k = ir::parse(codegen::builtin_kernel(name).source());
   test::Prepared p = test::prepare_gfx1100(gpu, k, mapped);
   emu::amd::RunOptions o;
   o.threads = threads;

@@ -3,11 +3,14 @@
 // global axis is x (dimension 0). More than three global axes share the last grid dimension, split
 // back with // and %; if a dimension exceeds the target's grid limit, all global axes are flattened
 // into x. With no LOCAL axis, the innermost global axis is cut into workgroups of the largest divisor
-// of its size that fits the target's default workgroup size.
+// of its size that fits the target's default workgroup size. The host runs a workgroup's work-items
+// one after another: a BARRIER splits their loop in two (WorkgroupPhases below).
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "codegen/passes.h"
+#include "codegen/scope.h"
 #include "common/error.h"
 #include "ir/rewrite.h"
 #include "ir/symbolic.h"
@@ -93,6 +96,79 @@ UOp split_for_threads(const UOp& sink, const std::vector<UOp>& globals, std::arr
   return graph_rewrite(substitute(sink, {{r, h.value}}), end_to_piece(), &h);
 }
 
+// The host has no work-items running side by side, so a kernel with barriers runs each workgroup's
+// work-items in turn, one loop per phase: the work before a BARRIER (an END closing the LOCAL ranges,
+// as it must be written for the host) loops over every work-item, then the work after it loops over
+// every work-item again, with a copy of each LOCAL range (a fresh axis). A node's phase is counted
+// from the top: the SINK is in the last phase, and each BARRIER passed on the way down is one phase
+// earlier. Values a work-item computes before a barrier and uses after it are computed again after it.
+class WorkgroupPhases {
+ public:
+  explicit WorkgroupPhases(const UOp& sink) : sink_(sink) {
+    for (const UOp& u : sink.toposort()) {
+      int most = 0;
+      for (const UOp& s : u.src()) most = std::max(most, barriers_.at(s.get()));
+      barriers_[u.get()] = most + (u.op() == Op::BARRIER);
+      if (u.op() == Op::RANGE) next_axis_ = std::max(next_axis_, u.arg_as<RangeArg>().axis + 1);
+    }
+  }
+
+  UOp run(const Target& t) {
+    int phases = barriers_.at(sink_.get());
+    if (phases == 0) return sink_;
+    UOp s = close_last_phase(at(sink_, phases));
+    Scopes sc(s);
+    for (const UOp& u : s.toposort())
+      if (u.op() == Op::BARRIER && !local_ranges(sc, sc.of(u)).empty())
+        throw Error("on " + std::string(t.name) + " a workgroup's work-items run one after another, so BARRIER(x) needs x to be an END "
+                    "closing the LOCAL ranges (the loop over the work-items before the barrier): " + to_inline(u, 120));
+    return s;
+  }
+
+ private:
+  UOp at(const UOp& u, int phase) {
+    auto key = std::pair{u.get(), phase};
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    UOp out;
+    if (u.op() == Op::RANGE && axis_type(u) == AxisType::LOCAL) {
+      out = phase == 0 ? u : UOp::range(u.src(0), next_axis_++, AxisType::LOCAL);
+    } else {
+      std::vector<UOp> src;
+      for (const UOp& s : u.src()) src.push_back(at(s, u.op() == Op::BARRIER ? phase - 1 : phase));
+      out = u.with_src(src);
+    }
+    return memo_[key] = out;
+  }
+  static std::vector<UOp> local_ranges(const Scopes& sc, uint64_t open) {
+    std::vector<UOp> out;
+    for (const UOp& r : sc.list(open))
+      if (axis_type(r) == AxisType::LOCAL) out.push_back(r);
+    return out;
+  }
+  // The last phase's LOCAL ranges are still open at the SINK: each store there closes them with its
+  // own ranges (END(store, g) becomes END(store, g, l')).
+  static UOp close_last_phase(const UOp& sink) {
+    Scopes sc(sink);
+    std::vector<UOp> stores;
+    for (const UOp& s : sink.src()) {
+      std::vector<UOp> open = local_ranges(sc, sc.of(s));
+      if (open.empty()) {
+        stores.push_back(s);
+        continue;
+      }
+      std::vector<UOp> src = s.op() == Op::END ? std::vector<UOp>(s.src().begin(), s.src().end()) : std::vector<UOp>{s};
+      src.insert(src.end(), open.begin(), open.end());
+      stores.push_back(UOp::make(Op::END, dtypes::void_, src));
+    }
+    return sink.with_src(stores);
+  }
+
+  UOp sink_;
+  std::unordered_map<const void*, int> barriers_;  // the most BARRIERs on a path down from a node, itself included
+  std::map<std::pair<const void*, int>, UOp> memo_;
+  int64_t next_axis_ = 0;
+};
+
 }  // namespace
 
 UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_size, std::array<UOp, 3>& local_size) {
@@ -101,9 +177,6 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
   local_size = {one, one, one};
   std::vector<UOp> globals, locals;
   for (const UOp& u : sink.toposort()) {
-    if (u.op() == Op::BARRIER && !t.gpu())
-      throw Error("BARRIER synchronises the work-items of a workgroup, but " + std::string(t.name) +
-                  " runs them one after another: compile this kernel for a GPU target");
     if (u.op() == Op::REDUCE)
       for (size_t i = 1; i < u.src().size(); ++i)
         if (AxisType a = axis_type(u.src(i)); a == AxisType::GLOBAL || a == AxisType::LOCAL)
@@ -115,7 +188,7 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
   auto by_axis = [](const UOp& a, const UOp& b) { return a.arg_as<RangeArg>().axis < b.arg_as<RangeArg>().axis; };
   std::sort(globals.begin(), globals.end(), by_axis);
   std::sort(locals.begin(), locals.end(), by_axis);
-  if (!t.gpu()) return split_for_threads(sink, globals, global_size);
+  if (!t.gpu()) return split_for_threads(WorkgroupPhases(sink).run(t), globals, global_size);
 
   std::unordered_map<UOp, UOp, UOpHash> repl;
   if (locals.size() > 3) throw Error("the kernel has " + std::to_string(locals.size()) + " LOCAL axes; GPUs have 3 work-item dimensions");

@@ -23,8 +23,8 @@ ir::UOp expand(const ir::UOp& sink);
 // to work-item ids, merging or flattening dimensions to fit the target's grid, and splitting the
 // innermost global axis into workgroups when the kernel names no LOCAL axis. Fills the launch sizes.
 // On x86 the outermost GLOBAL range is cut into contiguous pieces, one per call (`part` of `parts`,
-// the function's own arguments, for worker threads), every other range stays a loop, and BARRIER is
-// refused.
+// the function's own arguments, for worker threads), every other range stays a loop, and a BARRIER
+// splits the loop over a workgroup's work-items in two (each workgroup's work-items run in turn).
 ir::UOp add_gpudims(const ir::UOp& sink, const Target& target, std::array<ir::UOp, 3>& global_size,
                     std::array<ir::UOp, 3>& local_size);
 

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "codegen/compiler.h"
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "common/error.h"
 #include "ir/text.h"
 
@@ -24,7 +24,7 @@ constexpr const char* kCompileUsage =
     "  --emit     uops (the lowered instruction list), llvm (LLVM IR), asm (ISA from LLVM's disassembler;\n"
     "             PTX for NVIDIA), obj (the binary: ELF object, or cubin for NVIDIA), info (launch facts);\n"
     "             without --emit every text stage is printed\n"
-    "  --kernel   a built-in kernel; `--kernel list` lists them\n";
+    "  --kernel   a built-in kernel (codegen/builtin_kernels.cpp), in its first run's sizes; `--kernel list` lists them\n";
 
 std::string info(const codegen::CompiledKernel& ck) {
   const codegen::LoweredKernel& k = ck.kernel;
@@ -93,7 +93,7 @@ int compile_command(const std::vector<std::string>& args) {
     }
   }
   if (kernel_name == "list") {
-    for (const auto& e : codegen::example_kernels()) std::printf("%-14s %s\n", e.name.c_str(), e.description.c_str());
+    for (const codegen::BuiltinKernel& k : codegen::builtin_kernels()) std::printf("%-14s %s\n", k.name.c_str(), k.description.c_str());
     return 0;
   }
   if (file.empty() == kernel_name.empty()) {
@@ -107,7 +107,7 @@ int compile_command(const std::vector<std::string>& args) {
   }
   if (opt < 0 || opt > 3) throw Error("-O takes 0, 1, 2 or 3");
   const codegen::Target& t = codegen::find_target(target);
-  std::string text = kernel_name.empty() ? read_input(file) : codegen::example_kernel(kernel_name).text;
+  std::string text = kernel_name.empty() ? read_input(file) : codegen::builtin_kernel(kernel_name).source();
   std::string where = kernel_name.empty() ? file : "kernel " + kernel_name;
   ir::UOp kernel;
   try {

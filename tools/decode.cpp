@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "common/error.h"
 #include "drivers/amd/amd_device.h"
 #include "drivers/devices.h"
@@ -57,8 +57,7 @@ std::vector<uint32_t> parse_words(const std::string& text, const std::string& wh
 
 int decode_kernel(const std::string& name, const std::string& device) {
   auto dev = drivers::open_device(device.empty() ? "emu:amd" : device);
-  const codegen::ExampleKernel& k = codegen::example_kernel(name);
-  auto prog = drivers::load_kernel(*dev, ir::parse(k.text), name);
+  auto prog = drivers::load_kernel(*dev, ir::parse(codegen::builtin_kernel(name).source()), name);
   std::vector<hcq::Buffer> bufs;
   std::vector<hcq::Val> args;
   for (int i = 0; i < prog->buffers; ++i) bufs.push_back(dev->alloc(1 << 20)), args.push_back(bufs.back().va);

@@ -94,7 +94,7 @@ int run_command(const std::vector<std::string>& args) {
   for (const HostBuffer& b : bufs) {
     if (!b.written) continue;
     double sum = 0;
-    for (size_t i = 0; i < b.count(); ++i) sum += element(b, i);
+    for (size_t i = 0; i < b.count(); ++i) sum += b.value(i);
     std::printf("buffer %lld (%s, %zu elements): fnv1a %016llx  sum %.9g\n", static_cast<long long>(b.slot), b.dtype.name().c_str(), b.count(),
                 static_cast<unsigned long long>(fnv1a(b.bytes)), sum);
   }

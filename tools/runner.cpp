@@ -94,24 +94,6 @@ double run_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& na
   return static_cast<double>(dev.host_time_ns(t1->timestamp()) - dev.host_time_ns(t0->timestamp())) / 1e6;
 }
 
-double element(const HostBuffer& b, size_t i) {
-  size_t item = static_cast<size_t>(b.dtype.itemsize());
-  const uint8_t* p = b.bytes.data() + i * item;
-  if (b.dtype.is_float()) {
-    if (item == 8) {
-      double v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    uint32_t bits = 0;
-    std::memcpy(&bits, p, item);
-    return ir::float_from_bits(bits, b.dtype);
-  }
-  uint64_t v = 0;
-  std::memcpy(&v, p, item);
-  return static_cast<double>(ir::wrap_int(static_cast<int64_t>(v), b.dtype));
-}
-
 uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (uint8_t b : bytes) h = (h ^ b) * 0x100000001b3ull;

@@ -7,18 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/builtin_kernels.h"
 #include "hcq/device.h"
 #include "ir/uop.h"
 
 namespace ugpu::tools {
 
-struct HostBuffer {
-  int64_t slot = 0;
-  size_t count() const { return bytes.size() / static_cast<size_t>(dtype.itemsize()); }
-  ir::DType dtype;  // element type
-  std::vector<uint8_t> bytes;
-  bool written = false;  // the kernel stores to it
-};
+using HostBuffer = codegen::HostData;  // a buffer by slot: dtype, bytes, whether the kernel writes it
 
 // The buffers a kernel uses, each as large as its largest index can reach (for the variables'
 // declared bounds) unless `sizes` gives its element count, filled with deterministic values:
@@ -30,7 +25,6 @@ std::vector<HostBuffer> make_buffers(const ir::UOp& kernel, uint64_t seed, const
 double run_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name, std::vector<HostBuffer>& bufs,
                   const std::map<std::string, int64_t>& vars = {});
 
-double element(const HostBuffer& b, size_t i);  // element i as a double
 uint64_t fnv1a(const std::vector<uint8_t>& bytes);
 
 }  // namespace ugpu::tools

@@ -273,6 +273,7 @@ class Renderer {
         return;
       }
       case Op::BARRIER:
+        if (!t_.gpu()) return;  // the host ran every work-item's part before it in an earlier loop (gpudims.cpp)
         if (t_.arch == Arch::AMDGPU) {
           emit("fence syncscope(\"workgroup\") release");
           call("void", "llvm.amdgcn.s.barrier", {}, "");

@@ -11,13 +11,12 @@
 #include <random>
 #include <thread>
 
-#include "tests/codegen/suite.h"
 #include "tests/emu/harness.h"
 #include "tests/hcq/device_suite.h"
 #include "tests/hcq/kernels.h"
 #include "codegen/llvm/llvm.h"
 #include "codegen/compiler.h"
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "drivers/amd/kfd/kfd.h"
 #include "drivers/devices.h"
 #include "emu/amd/kfd/kfd_model.h"

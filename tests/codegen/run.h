@@ -1,8 +1,10 @@
 // Test helpers: compile a kernel for x86 and run it on host buffers.
 #pragma once
+#include <doctest/doctest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <random>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/builtin_kernels.h"
 #include "codegen/compiler.h"
 #include "codegen/llvm/host.h"
 #include "ir/dtype.h"
@@ -75,6 +78,51 @@ struct Guarded {
 };
 
 inline ir::UOp kernel(const std::string& text) { return ir::parse(text); }
+
+// One run of a built-in kernel on x86, on the buffers make_buffers gave (outputs filled in place).
+inline void run_x86(const codegen::BuiltinKernel& k, const codegen::KernelRun& run, codegen::Buffers& bufs) {
+  std::vector<Buf> host;
+  for (const codegen::HostData& b : bufs) host.push_back(Buf{b.bytes}), host.back().bytes.resize(b.bytes.size() + 64);
+  std::vector<Buf*> ptrs;
+  for (Buf& b : host) ptrs.push_back(&b);
+  run_x86(k.parse(run), ptrs, run.var_values(), k.name);
+  for (size_t i = 0; i < bufs.size(); ++i) std::memcpy(bufs[i].bytes.data(), host[i].bytes.data(), bufs[i].bytes.size());
+}
+
+// Every run of a built-in kernel through `exec(kernel, run, buffers)`, which runs it in place, checked
+// against the host reference (`against_x86` false) or against the same run on x86, under the kernel's
+// tolerance. Returns the largest relative difference seen.
+template <class Exec>
+double check_builtin(const codegen::BuiltinKernel& k, Exec exec, bool against_x86 = true) {
+  double worst = 0;
+  for (size_t i = 0; i < k.runs.size(); ++i) {
+    const codegen::KernelRun& run = k.runs[i];
+    CAPTURE(k.name);
+    CAPTURE(run.label());
+    codegen::Buffers got = codegen::make_buffers(k, run, 17 + i), want = got;
+    if (against_x86) run_x86(k, run, want);
+    else want = codegen::expected(k, run, want);
+    exec(k, run, got);
+    codegen::Comparison c = codegen::compare(k, want, got);
+    CHECK_MESSAGE(c.ok(), c.wrong << " of " << c.elements << " outputs differ; first: " << c.first_wrong);
+    worst = std::max(worst, c.worst);
+  }
+  return worst;
+}
+// A built-in kernel on x86 against its host reference.
+inline double check_on_x86(const codegen::BuiltinKernel& k) {
+  return check_builtin(k, [](const codegen::BuiltinKernel& kk, const codegen::KernelRun& r, codegen::Buffers& b) { run_x86(kk, r, b); }, false);
+}
+inline double check_on_x86(const std::string& name) { return check_on_x86(codegen::builtin_kernel(name)); }
+
+// The built-in kernels without a case of their own in a suite: they are checked together, so a
+// kernel added to the table is run everywhere without a new case.
+inline std::vector<const codegen::BuiltinKernel*> builtin_kernels_except(const std::vector<std::string>& own_case) {
+  std::vector<const codegen::BuiltinKernel*> out;
+  for (const codegen::BuiltinKernel& k : codegen::builtin_kernels())
+    if (std::find(own_case.begin(), own_case.end(), k.name) == own_case.end()) out.push_back(&k);
+  return out;
+}
 
 // A case of the kernel suite for an executor: the kernel text, the bytes of each buffer slot, the
 // variables, and the relative tolerance of float outputs (0: bit-exact).

@@ -9,7 +9,7 @@
 
 #include "codegen/code_object.h"
 #include "codegen/elf.h"
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "codegen/llvm/host.h"
 #include "run.h"
 
@@ -72,14 +72,14 @@ TEST_CASE("readers reject what is not an ELF of theirs, clearly") {
   std::vector<uint8_t> junk(100, 0x41);
   CHECK_THROWS_WITH_AS(link_elf(junk, ElfMachine::X86_64, 0), doctest::Contains("bad magic"), ElfError);
   CHECK_THROWS_WITH_AS(link_elf({}, ElfMachine::X86_64, 0), doctest::Contains("too short"), ElfError);
-  auto ck = compile(kernel(example_kernel("add").text), find_target("gfx1100"));
+  auto ck = compile(builtin_kernel("add").parse(), find_target("gfx1100"));
   CHECK_THROWS_WITH_AS(link_elf(ck->binary, ElfMachine::X86_64, 0), doctest::Contains("is not the expected"), ElfError);
   CHECK_THROWS_WITH_AS(read_amd_kernel(link_elf(ck->binary, ElfMachine::AMDGPU, 0), "nope"), doctest::Contains("nope.kd"), ElfError);
-  CHECK_THROWS_WITH_AS(HostFunction::load(compile(kernel(example_kernel("add").text), x86())->binary, "nope"), doctest::Contains("no symbol 'nope'"), ElfError);
+  CHECK_THROWS_WITH_AS(HostFunction::load(compile(builtin_kernel("add").parse(), x86())->binary, "nope"), doctest::Contains("no symbol 'nope'"), ElfError);
 }
 
 TEST_CASE("fuzz: AMDGPU code object reader") {
-  auto ck = compile(kernel(example_kernel("softmax").text), find_target("gfx1100"));
+  auto ck = compile(builtin_kernel("softmax").parse(), find_target("gfx1100"));
   fuzz(ck->binary, [](const std::vector<uint8_t>& b) { read_amd_kernel(link_elf(b, ElfMachine::AMDGPU, 0x100000), "kernel"); }, 1);
 }
 
@@ -88,6 +88,6 @@ TEST_CASE("fuzz: cubin reader") {
 }
 
 TEST_CASE("fuzz: x86 object linker") {
-  auto ck = compile(kernel(example_kernel("conv2d").text), x86());
+  auto ck = compile(builtin_kernel("conv2d").parse(), x86());
   fuzz(ck->binary, [](const std::vector<uint8_t>& b) { link_elf(b, ElfMachine::X86_64, 0x7f0000000000); }, 3);
 }

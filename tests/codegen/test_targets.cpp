@@ -11,7 +11,7 @@
 
 #include "codegen/cache.h"
 #include "codegen/code_object.h"
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "codegen/llvm/ptxas.h"
 #include "run.h"
 
@@ -28,24 +28,24 @@ int64_t explicit_kernarg_bytes(const LoweredKernel& k) {
   }
   return n;
 }
-// Compiles every built-in kernel for every target of `arch` and hands each result to `check`.
+// Compiles every built-in kernel (its first run) for every target of `arch` and hands each result to `check`.
 template <class F>
 void each_compiled(Arch arch, F check) {
   for (const Target& t : all_targets()) {
     if (t.arch != arch) continue;
-    for (const ExampleKernel& e : example_kernels()) {
+    for (const BuiltinKernel& e : builtin_kernels()) {
       CAPTURE(t.name);
       CAPTURE(e.name);
       CompileOptions o;
       o.name = e.name;
-      check(t, e, compile(kernel(e.text), t, o));
+      check(t, e, compile(e.parse(), t, o));
     }
   }
 }
 }  // namespace
 
 TEST_CASE("every suite kernel compiles for every AMDGPU target, with a descriptor that fits the kernel") {
-  each_compiled(Arch::AMDGPU, [](const Target& t, const ExampleKernel&, const std::shared_ptr<const CompiledKernel>& ck) {
+  each_compiled(Arch::AMDGPU, [](const Target& t, const BuiltinKernel&, const std::shared_ptr<const CompiledKernel>& ck) {
       REQUIRE(ck->amd);
       const AmdKernelInfo& a = *ck->amd;
       CHECK(a.lds_bytes() == ck->kernel.shared_bytes);
@@ -70,7 +70,7 @@ TEST_CASE("every suite kernel compiles for every AMDGPU target, with a descripto
 TEST_CASE("every suite kernel compiles for every NVIDIA target; ptxas assembles it when installed") {
   auto ptxas = find_ptxas();
   if (!ptxas) MESSAGE("skipped cubin checks: ptxas not found (set UGPU_PTXAS or install the CUDA toolkit)");
-  each_compiled(Arch::NVPTX, [&](const Target& t, const ExampleKernel& e, const std::shared_ptr<const CompiledKernel>& ck) {
+  each_compiled(Arch::NVPTX, [&](const Target& t, const BuiltinKernel& e, const std::shared_ptr<const CompiledKernel>& ck) {
       CHECK(ck->ptx.find(".entry " + e.name) != std::string::npos);
       CHECK(ck->ptx.find(".target " + std::string(t.name)) != std::string::npos);
       if (!ptxas) {
@@ -88,9 +88,14 @@ TEST_CASE("every suite kernel compiles for every NVIDIA target; ptxas assembles 
   });
 }
 
-TEST_CASE("x86 refuses a barrier; GPU limits are checked with clear errors") {
-  const ExampleKernel& g = example_kernel("group_sum");
-  CHECK_THROWS_WITH(compile(kernel(g.text), x86()), doctest::Contains("compile this kernel for a GPU target"));
+TEST_CASE("x86 refuses a barrier it cannot split into loops over the work-items; GPU limits are checked with clear errors") {
+  // The host runs a workgroup's work-items in turn, the work before a barrier as one loop: an END must close it.
+  CHECK_THROWS_WITH(compile(kernel(R"(out = DEFINE_GLOBAL:float* {0}
+tmp = DEFINE_LOCAL:float[local]* {(0, 16)}
+l = RANGE(16) {0, LOCAL}
+bar = BARRIER(STORE(INDEX:float[local]*(tmp, l), 1.0))
+SINK(END(STORE(INDEX:float*(out, l), LOAD:float(INDEX:float[local]*(AFTER(tmp, bar), 15 - l))), l))
+)"), x86()), doctest::Contains("BARRIER(x) needs x to be an END closing the LOCAL ranges"));
   auto big_local = kernel(R"(out = DEFINE_GLOBAL:float* {0}
 l = RANGE(2048) {0, LOCAL}
 SINK(END(STORE(INDEX:float*(out, l), 1.0), l))
@@ -159,7 +164,7 @@ TEST_CASE("compile cache: memory hits, disk round trip, damaged files ignored") 
   CHECK(!unusable.get("ab12"));
 
   clear_memory_cache();
-  auto k = kernel(example_kernel("matmul").text);
+  auto k = builtin_kernel("matmul").parse();
   CacheStats before = cache_stats();
   auto a = compile(k, x86());
   auto b = compile(k, x86());

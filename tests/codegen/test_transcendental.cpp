@@ -8,7 +8,7 @@
 #include <functional>
 #include <random>
 
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "ir/dtype.h"
 #include "run.h"
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "codegen/kernel.h"
 #include "codegen/passes.h"
 #include "ir/alu.h"
@@ -88,10 +88,10 @@ SINK(END(STORE(INDEX:float*(out, i*7 + u), 1.0), i, u))
 }
 
 TEST_CASE("UPCAST and UNROLL in a matmul: results match, operands load as vectors") {
-  const ExampleKernel& e = example_kernel("matmul_upcast");
+  const BuiltinKernel& e = builtin_kernel("matmul_upcast");
   auto a = random_floats(32 * 64, 3), b = random_floats(64 * 48, 4);
   Buf A = Buf::of(a), B = Buf::of(b), C = Buf::zeros<float>(32 * 48);
-  auto ck = run_x86(kernel(e.text), {&C, &A, &B});
+  auto ck = run_x86(e.parse(), {&C, &A, &B});
   auto c = C.as<float>(32 * 48);
   double worst = 0;
   for (int i = 0; i < 32; ++i)
@@ -151,7 +151,7 @@ SINK(END(STORE(INDEX:{T}*(out, p), LOAD:{T}(INDEX:{T}*(a, p)) + LOAD:{T}(INDEX:{
 
 TEST_CASE("a gated vector load reads nothing where its gate is false; per-lane gates stay scalar") {
   // The built-in gather: four halves per access, gated on the row id only.
-  auto ck = compile(kernel(example_kernel("gather").text), x86());
+  auto ck = compile(builtin_kernel("gather").parse(), x86());
   VectorCounts c = vectors(ck->kernel);
   CHECK(c.loads[4] == 1);
   bool gated = false;
@@ -229,14 +229,14 @@ SINK(END(STORE(INDEX:float*(s, row), CAST:float(REDUCE:half(LOAD:half(INDEX:half
 }
 
 TEST_CASE("vector accesses in the AMDGPU and NVPTX output") {
-  const ExampleKernel& e = example_kernel("matmul_upcast");
-  auto amd = compile(kernel(e.text), find_target("gfx1100"));
+  const BuiltinKernel& e = builtin_kernel("matmul_upcast");
+  auto amd = compile(e.parse(), find_target("gfx1100"));
   std::string asm_amd = disassembly(*amd);
   CHECK(asm_amd.find("global_load_b128") != std::string::npos);
   CHECK(asm_amd.find("global_store_b128") != std::string::npos);
-  auto cdna = compile(kernel(e.text), find_target("gfx942"));
+  auto cdna = compile(e.parse(), find_target("gfx942"));
   CHECK(disassembly(*cdna).find("global_load_dwordx4") != std::string::npos);
-  auto nv = compile(kernel(e.text), find_target("sm_90"));
+  auto nv = compile(e.parse(), find_target("sm_90"));
   CHECK(nv->ptx.find("ld.global.v4") != std::string::npos);
   CHECK(nv->ptx.find("st.global.v4") != std::string::npos);
 }

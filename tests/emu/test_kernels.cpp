@@ -2,6 +2,11 @@
 // kernel compiled for x86 and run on the host (itself checked against scalar references in
 // tests/codegen/test_kernels.cpp): bit-exact, except where a hardware transcendental's 1-ULP bound
 // applies. Also: every instruction of those kernels decodes as LLVM's disassembler reads it.
+// The kernel suite — every built-in kernel (codegen/builtin_kernels.cpp) in each of its runs —
+// compiled for gfx1100 and run in the executor, compared with the same kernel compiled for x86 and run
+// on the host (itself checked against the host references in tests/codegen/test_kernels.cpp):
+// bit-exact, except where a hardware transcendental's 1-ULP bound applies (the kernel's tolerance).
+// Also: every instruction of those kernels decodes as LLVM's disassembler reads it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,8 +16,7 @@
 #include <sstream>
 
 #include "tests/codegen/run.h"
-#include "tests/codegen/suite.h"
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "emu/amd/rdna3/inst.h"
 #include "harness.h"
 #include "ir/dtype.h"
@@ -23,94 +27,38 @@ using codegen::fill;
 
 namespace {
 
-using Case = SuiteCase;
-
-// The dtype of each buffer slot, from the compiled kernel's parameters.
-void compare(const Case& c, ir::DType t) {
-  CAPTURE(c.name);
-  ir::UOp k = kernel(c.text);
-  std::vector<std::vector<uint8_t>> host, emu;
-  for (size_t i = 0; i < c.bytes.size(); ++i) host.push_back(random_bytes(c.bytes[i], t, static_cast<uint32_t>(17 + i)));
-  emu = host;
-  std::vector<Buf> bufs;
-  for (auto& h : host) bufs.push_back(Buf{h});
-  std::vector<Buf*> ptrs;
-  for (Buf& b : bufs) ptrs.push_back(&b);
-  run_x86(k, ptrs, c.vars);
-  Gpu gpu;
+// One run in the executor, each buffer mapped exactly (a read or write outside it is a memory fault).
+void run_on_executor(const codegen::BuiltinKernel& k, const codegen::KernelRun& run, codegen::Buffers& bufs) {
   std::vector<std::pair<void*, size_t>> mapped;
-  for (auto& e : emu) mapped.push_back({e.data(), e.size()});
-  EmuRun r = run_gfx1100(gpu, k, mapped, c.vars);
+  for (codegen::HostData& b : bufs) mapped.push_back({b.bytes.data(), b.bytes.size()});
+  Gpu gpu;
+  EmuRun r = run_gfx1100(gpu, k.parse(run), mapped, run.var_values());
   if (r.result.fault) FAIL(r.result.fault->message);
-  for (size_t i = 0; i < c.bytes.size(); ++i) {
-    CAPTURE(i);
-    if (c.rel_tolerance == 0) {
-      CHECK(std::memcmp(bufs[i].bytes.data(), emu[i].data(), c.bytes[i]) == 0);
-      continue;
-    }
-    int bad = 0;
-    for (size_t j = 0; j + 4 <= c.bytes[i]; j += 4) {
-      float a, b;
-      std::memcpy(&a, bufs[i].bytes.data() + j, 4), std::memcpy(&b, emu[i].data() + j, 4);
-      bad += !(std::fabs(a - b) <= c.rel_tolerance * std::fabs(a));
-    }
-    CHECK(bad == 0);
-  }
 }
+void check(const std::string& name) { check_builtin(codegen::builtin_kernel(name), run_on_executor); }
+
+// The built-in kernels with a case of their own below; the first case checks the rest.
+const std::vector<std::string> kOwnCase = {"elementwise", "reduce", "floordiv", "variable_loop", "group_sum", "gather"};
 
 }  // namespace
 
-TEST_CASE("kernel suite on the executor: the built-in examples match the host") {
-  compare({"add", codegen::example_kernel("add").text, {6400 * 4, 6400 * 4, 100 * 4}, {}}, ir::dtypes::float32);
-  compare({"matmul", codegen::example_kernel("matmul").text, {33 * 45 * 4, 33 * 70 * 4, 70 * 45 * 4}, {}}, ir::dtypes::float32);
-  compare({"matmul_upcast", codegen::example_kernel("matmul_upcast").text, {32 * 48 * 4, 32 * 64 * 4, 64 * 48 * 4}, {}}, ir::dtypes::float32);
-  compare({"softmax", codegen::example_kernel("softmax").text, {16 * 200 * 4, 16 * 200 * 4}, {}, 4e-6}, ir::dtypes::float32);
-  compare({"conv2d", codegen::example_kernel("conv2d").text, {4 * 120 * 4, 2 * 120 * 4, 4 * 18 * 4}, {}}, ir::dtypes::float32);
+TEST_CASE("kernel suite on the executor: the built-in kernels match the host") {
+  for (const codegen::BuiltinKernel* k : builtin_kernels_except(kOwnCase)) check_builtin(*k, run_on_executor);
 }
 
-TEST_CASE("kernel suite on the executor: elementwise ops in every dtype") {
-  const std::string tmpl = suite::kElementwise;
-  for (ir::DType t : {ir::dtypes::int8, ir::dtypes::int16, ir::dtypes::int32, ir::dtypes::int64, ir::dtypes::uint8, ir::dtypes::uint16,
-                      ir::dtypes::uint32, ir::dtypes::uint64, ir::dtypes::half, ir::dtypes::bfloat16, ir::dtypes::float32, ir::dtypes::float64}) {
-    size_t n = 257 * static_cast<size_t>(t.itemsize());
-    compare({std::string(t.name()), fill(tmpl, {{"T", t.name()}}), {n, n, n}, {}}, t);
-  }
-}
+TEST_CASE("kernel suite on the executor: elementwise ops in every dtype") { check("elementwise"); }
 
 TEST_CASE("kernel suite on the executor: reductions, integer division, variables and loops") {
-  const std::string red = suite::kReduce;
-  for (bool inner : {true, false})
-    for (std::string op : {"ADD", "MAX"})
-      for (ir::DType t : {ir::dtypes::float32, ir::dtypes::int32}) {
-        int keep = inner ? 37 : 53, n = inner ? 53 : 37;
-        std::string text = fill(red, {{"T", t.name()}, {"KEEP", std::to_string(keep)}, {"RED", std::to_string(n)},
-                                      {"IDX", inner ? "o*53 + r" : "r*53 + o"}, {"OP", op}});
-        compare({"reduce " + op, text, {static_cast<size_t>(keep) * 4, 37 * 53 * 4}, {}}, t);
-      }
-  for (std::string d : {"7", "8", "1", "-3", "n"}) {
-    std::string text = fill(suite::kFloorDiv, {{"D", d}});
-    compare({"floordiv " + d, text, {400}, {13}}, ir::dtypes::int32);
-  }
-  const std::string loop = suite::kVariableLoop;
-  for (int64_t n : {0, 1, 17, 1000}) compare({"variable loop", loop, {40}, {n}}, ir::dtypes::int32);
+  for (const char* name : {"reduce", "floordiv", "variable_loop"}) check(name);
 }
 
-TEST_CASE("kernel suite on the executor: workgroup memory and a barrier (group_sum) against a host sum") {
-  std::vector<float> in(32 * 64), out(32, 0);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) * 0.5f;
-  Gpu gpu;
-  EmuRun r = run_gfx1100(gpu, kernel(codegen::example_kernel("group_sum").text), {{out.data(), out.size() * 4}, {in.data(), in.size() * 4}});
-  REQUIRE(!r.result.fault);
-  for (int g = 0; g < 32; ++g) {
-    float want = 0;
-    for (int i = 0; i < 64; ++i) want += in[g * 64 + i];
-    CHECK(out[g] == want);
-  }
+TEST_CASE("kernel suite on the executor: workgroup memory and a barrier (group_sum) match the host, whose work-items run in turn") {
+  check("group_sum");
 }
 
 TEST_CASE("decoder: every instruction of the suite's kernels decodes as LLVM's disassembler reads it") {
   std::vector<std::string> texts;
-  for (const auto& e : codegen::example_kernels()) texts.push_back(e.text);
+  for (const codegen::BuiltinKernel& e : codegen::builtin_kernels()) texts.push_back(e.source());
   for (ir::DType t : {ir::dtypes::int8, ir::dtypes::int64, ir::dtypes::half, ir::dtypes::bfloat16, ir::dtypes::float64, ir::dtypes::uint16})
     texts.push_back(fill(R"(out = DEFINE_GLOBAL:{T}* {0}
 a = DEFINE_GLOBAL:{T}* {1}
@@ -174,30 +122,18 @@ SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * x + x, x)), i))
 
 TEST_CASE("kernel suite on the executor: gather with out-of-range ids and a masked load read nothing outside their buffers") {
   // Buffers are mapped exactly, so any read outside them would be a memory fault.
-  std::vector<uint16_t> table(1000 * 24), out(40 * 24, 0);
-  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint16_t>(ir::float_to_bits(static_cast<double>(i % 977) / 8, ir::dtypes::half));
-  std::vector<int32_t> ids(40);
-  for (int t = 0; t < 40; ++t) ids[t] = (t * 97) % 1000;
-  ids[3] = -1, ids[7] = 1000, ids[11] = INT32_MIN, ids[13] = 999;
+  check("gather");
   Gpu gpu;
-  EmuRun r = run_gfx1100(gpu, kernel(codegen::example_kernel("gather").text),
-                         {{out.data(), out.size() * 2}, {table.data(), table.size() * 2}, {ids.data(), ids.size() * 4}});
-  if (r.result.fault) FAIL(r.result.fault->message);
-  int bad = 0;
-  for (int t = 0; t < 40; ++t)
-    for (int d = 0; d < 24; ++d) bad += out[t * 24 + d] != ((ids[t] >= 0 && ids[t] < 1000) ? table[ids[t] * 24 + d] : 0);
-  CHECK(bad == 0);
-
   std::vector<float> x(1000), o(1006, 0);
   for (int i = 0; i < 1000; ++i) x[i] = static_cast<float>(i) * 0.25f;
-  r = run_gfx1100(gpu, kernel(R"(out = DEFINE_GLOBAL:float* {0}
+  EmuRun r = run_gfx1100(gpu, kernel(R"(out = DEFINE_GLOBAL:float* {0}
 x = DEFINE_GLOBAL:float* {1}
 i = RANGE(1006) {0, GLOBAL}
 v = LOAD:float(INDEX:float*(x, WHERE((i > 2) & (i < 1003), i - 3, INVALID)), -1.0)
 SINK(END(STORE(INDEX:float*(out, i), v), i))
 )"), {{o.data(), o.size() * 4}, {x.data(), x.size() * 4}});
   if (r.result.fault) FAIL(r.result.fault->message);
-  bad = 0;
+  int bad = 0;
   for (int i = 0; i < 1006; ++i) bad += o[i] != ((i >= 3 && i < 1003) ? (i - 3) * 0.25f : -1.0f);
   CHECK(bad == 0);
 }

@@ -1,6 +1,7 @@
-// The PTX executor (emu/nv/ptx/ptx.h): the kernel suite compiled for sm_90 and run from its PTX, compared
-// with the same kernel compiled for x86 and run on the host (itself checked against scalar references
-// in tests/codegen/test_kernels.cpp) — bit-exact, except where noted; hand-written PTX for faults,
+// The PTX executor (emu/nv/ptx/ptx.h): the kernel suite (every built-in kernel, codegen/builtin_kernels.cpp,
+// in each of its runs) compiled for sm_90 and run from its PTX, compared with the same kernel compiled
+// for x86 and run on the host (itself checked against the host references in
+// tests/codegen/test_kernels.cpp) — bit-exact, except where noted; hand-written PTX for faults,
 // parse errors, interrupts, divergence, barriers, special registers and generic addressing; and
 // single instructions against values worked out from the PTX ISA.
 #include <doctest/doctest.h>
@@ -19,9 +20,8 @@
 #include <thread>
 
 #include "tests/codegen/run.h"
-#include "tests/codegen/suite.h"
 #include "codegen/compiler.h"
-#include "codegen/examples.h"
+#include "codegen/builtin_kernels.h"
 #include "common/error.h"
 #include "emu/nv/ptx/ptx.h"
 #include "ir/dtype.h"
@@ -276,6 +276,21 @@ std::vector<uint64_t> eval(const std::string& body, const std::vector<uint64_t>&
   return d;
 }
 
+// One run from PTX, each buffer mapped exactly (any access past one faults).
+void run_on_executor(const codegen::BuiltinKernel& k, const codegen::KernelRun& run, codegen::Buffers& bufs, unsigned threads = 0) {
+  std::vector<std::pair<void*, size_t>> mapped;
+  for (codegen::HostData& b : bufs) mapped.push_back({b.bytes.data(), b.bytes.size()});
+  Gpu gpu;
+  NvRun r = run_sm90(gpu, k.parse(run), mapped, run.var_values(), threads);
+  if (r.result.fault) FAIL(r.result.fault->message);
+}
+void check(const std::string& name) {
+  check_builtin(codegen::builtin_kernel(name), [](const auto& k, const auto& run, auto& bufs) { run_on_executor(k, run, bufs); });
+}
+
+// The built-in kernels with a case of their own below; the first case checks the rest.
+const std::vector<std::string> kOwnCase = {"elementwise", "reduce", "floordiv", "variable_loop", "group_sum", "gather"};
+
 uint64_t f32(float f) { return std::bit_cast<uint32_t>(f); }
 uint64_t f64(double f) { return std::bit_cast<uint64_t>(f); }
 uint64_t u32(int64_t v) { return static_cast<uint64_t>(v) & 0xffffffff; }
@@ -284,40 +299,15 @@ uint64_t u32(int64_t v) { return static_cast<uint64_t>(v) & 0xffffffff; }
 
 // ---- the kernel suite ---------------------------------------------------------------------------
 
-TEST_CASE("PTX executor: the built-in examples match the host") {
-  compare({"add", codegen::example_kernel("add").text, {6400 * 4, 6400 * 4, 100 * 4}, {}}, ir::dtypes::float32);
-  compare({"matmul", codegen::example_kernel("matmul").text, {33 * 45 * 4, 33 * 70 * 4, 70 * 45 * 4}, {}}, ir::dtypes::float32);
-  compare({"matmul_upcast", codegen::example_kernel("matmul_upcast").text, {32 * 48 * 4, 32 * 64 * 4, 64 * 48 * 4}, {}}, ir::dtypes::float32);
-  compare({"softmax", codegen::example_kernel("softmax").text, {16 * 200 * 4, 16 * 200 * 4}, {}, 4e-6}, ir::dtypes::float32);
-  compare({"conv2d", codegen::example_kernel("conv2d").text, {4 * 120 * 4, 2 * 120 * 4, 4 * 18 * 4}, {}}, ir::dtypes::float32);
+TEST_CASE("PTX executor: the built-in kernels match the host") {
+  for (const codegen::BuiltinKernel* k : builtin_kernels_except(kOwnCase))
+    check_builtin(*k, [](const auto& kk, const auto& run, auto& bufs) { run_on_executor(kk, run, bufs); });
 }
 
-TEST_CASE("PTX executor: elementwise ops in every dtype") {
-  const std::string tmpl = suite::kElementwise;
-  for (ir::DType t : kAllTypes) {
-    size_t n = 257 * static_cast<size_t>(t.itemsize());
-    compare({std::string(t.name()), fill(tmpl, {{"T", t.name()}}), {n, n, n}, {}}, t);
-  }
-}
+TEST_CASE("PTX executor: elementwise ops in every dtype") { check("elementwise"); }
 
-TEST_CASE("PTX executor: reductions, integer division, variables and loops") {
-  const std::string red = suite::kReduce;
-  for (bool inner : {true, false})
-    for (std::string op : {"ADD", "MAX"})
-      for (ir::DType t : {ir::dtypes::float32, ir::dtypes::int32}) {
-        int keep = inner ? 37 : 53, n = inner ? 53 : 37;
-        std::string text = fill(red, {{"T", t.name()}, {"KEEP", std::to_string(keep)}, {"RED", std::to_string(n)},
-                                      {"IDX", inner ? "o*53 + r" : "r*53 + o"}, {"OP", op}});
-        compare({"reduce " + op, text, {static_cast<size_t>(keep) * 4, 37 * 53 * 4}, {}}, t);
-      }
-  for (std::string d : {"7", "8", "1", "-3", "n"}) {
-    std::string text = fill(suite::kFloorDiv, {{"D", d}});
-    compare({"floordiv " + d, text, {400}, {13}}, ir::dtypes::int32);
-    if (d == "n")
-      for (int64_t v : {1, 2, 50, 100}) compare({"floordiv n=" + std::to_string(v), text, {400}, {v}}, ir::dtypes::int32);
-  }
-  const std::string loop = suite::kVariableLoop;
-  for (int64_t n : {0, 1, 17, 1000}) compare({"variable loop", loop, {40}, {n}}, ir::dtypes::int32);
+TEST_CASE("PTX executor: reductions, integer division (by a variable of several values), variables and loops") {
+  for (const char* name : {"reduce", "floordiv", "variable_loop"}) check(name);
 }
 
 TEST_CASE("PTX executor: casts between every pair of dtypes, and every ALU op in every dtype") {
@@ -354,38 +344,12 @@ SINK(END(STORE(INDEX:{OT}*(out, i), {E}), i))
   }
 }
 
-TEST_CASE("PTX executor: workgroup memory and a barrier (group_sum) against a host sum") {
-  std::vector<float> in(32 * 64), out(32, 0);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) * 0.5f;
-  for (unsigned threads : {1u, 2u}) {
-    Gpu gpu;
-    std::fill(out.begin(), out.end(), 0.0f);
-    NvRun r = run_sm90(gpu, kernel(codegen::example_kernel("group_sum").text), {{out.data(), out.size() * 4}, {in.data(), in.size() * 4}}, {}, threads);
-    if (r.result.fault) FAIL(r.result.fault->message);
-    CHECK(r.result.blocks_run == 32);
-    for (int g = 0; g < 32; ++g) {
-      float want = 0;
-      for (int i = 0; i < 64; ++i) want += in[g * 64 + i];
-      CHECK(out[g] == want);
-    }
-  }
+TEST_CASE("PTX executor: workgroup memory and a barrier (group_sum) match the host, on one and two threads") {
+  for (unsigned threads : {1u, 2u})
+    check_builtin(codegen::builtin_kernel("group_sum"), [threads](const auto& k, const auto& run, auto& bufs) { run_on_executor(k, run, bufs, threads); });
 }
 
-TEST_CASE("PTX executor: gather with out-of-range ids and a masked load read nothing outside their buffers") {
-  std::vector<uint16_t> table(1000 * 24), out(40 * 24, 0);
-  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint16_t>(ir::float_to_bits(static_cast<double>(i % 977) / 8, ir::dtypes::half));
-  std::vector<int32_t> ids(40);
-  for (int t = 0; t < 40; ++t) ids[t] = (t * 97) % 1000;
-  ids[3] = -1, ids[7] = 1000, ids[11] = INT32_MIN, ids[13] = 999;
-  Gpu gpu;
-  NvRun r = run_sm90(gpu, kernel(codegen::example_kernel("gather").text),
-                     {{out.data(), out.size() * 2}, {table.data(), table.size() * 2}, {ids.data(), ids.size() * 4}});
-  if (r.result.fault) FAIL(r.result.fault->message);
-  int bad = 0;
-  for (int t = 0; t < 40; ++t)
-    for (int d = 0; d < 24; ++d) bad += out[t * 24 + d] != ((ids[t] >= 0 && ids[t] < 1000) ? table[ids[t] * 24 + d] : 0);
-  CHECK(bad == 0);
-}
+TEST_CASE("PTX executor: gather with out-of-range ids and a masked load read nothing outside their buffers") { check("gather"); }
 
 TEST_CASE("PTX executor: speed of matmul (reported, not asserted)") {
   // 256x256 @ 256x256: enough warp instructions to time.
@@ -574,8 +538,8 @@ TEST_CASE("PTX parser and executor: mutated kernels are refused with an Error or
   // Hostile input: every mutation either parses or throws ugpu::Error; what parses runs against
   // mapped buffers (faults are fine) under a watchdog that interrupts endless loops.
   std::vector<std::string> texts;
-  for (const char* k : {"softmax", "conv2d", "group_sum", "gather"}) texts.push_back(compile_sm90(kernel(codegen::example_kernel(k).text))->ptx);
-  texts.push_back(compile_sm90(kernel(fill(suite::kElementwise, {{"T", "half"}})))->ptx);
+  for (const char* k : {"softmax", "conv2d", "group_sum", "gather"}) texts.push_back(compile_sm90(codegen::builtin_kernel(k).parse())->ptx);
+  texts.push_back(compile_sm90(kernel(fill(codegen::builtin_kernel("elementwise").text, {{"T", "half"}})))->ptx);
   std::mt19937 rng(1234);
   int parsed = 0, refused = 0, ran = 0, faulted = 0;
   for (int iter = 0; iter < 600; ++iter) {
