@@ -102,6 +102,8 @@ class Device {
   Kernargs alloc_kernargs(size_t bytes);
   void release_kernargs(const Kernargs& k, uint64_t position);  // position 0: never submitted
   KernargStats kernarg_stats() const;
+  // Submits that waited for space on a command ring (back-pressure instead of an overrun), all rings together.
+  virtual uint64_t ring_waits() const = 0;
   void set_kernarg_ring_size(size_t bytes) { kernarg_ring_size_ = bytes; }  // before the first exec
 
   // Profiling: while a profiler is attached, queues recorded afterwards time each exec and copy

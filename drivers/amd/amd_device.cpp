@@ -155,6 +155,15 @@ std::string AmdDevice::work_in_flight() {
   return compute_->kernels.describe(compute_->done());
 }
 
+uint64_t AmdDevice::ring_waits() const {
+  uint64_t n = 0;
+  for (Ring* r : {compute_.get(), sdma_.get()}) {
+    std::lock_guard lock(r->mu);
+    n += r->waits;
+  }
+  return n;
+}
+
 void AmdDevice::on_fail() {
   if (!queues_live_.exchange(false)) return;
   way_in_->stop_queues();

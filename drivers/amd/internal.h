@@ -89,6 +89,7 @@ class AmdDevice : public hcq::Device {
   uint64_t submit_commands(hcq::HWQueue& q) override;
   bool consumed(uint64_t position) const override;
   std::string work_in_flight() override;
+  uint64_t ring_waits() const override;
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
 
   // Used by queues and programs.

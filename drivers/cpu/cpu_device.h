@@ -57,7 +57,7 @@ class CpuDevice : public hcq::Device {
   bool consumed(uint64_t position) const override;
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
   int workers() const { return static_cast<int>(workers_.size()) + 1; }
-  uint64_t ring_waits() const;  // submits that had to wait for ring space
+  uint64_t ring_waits() const override;
 
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override;

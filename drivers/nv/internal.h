@@ -101,6 +101,7 @@ class NvDevice : public hcq::Device {
   std::unique_ptr<hcq::HWQueue> compute_queue() override { return make_compute_queue(*this); }
   std::unique_ptr<hcq::HWQueue> copy_queue() override { return make_copy_queue(*this); }
   bool copy_ring_separate() const override { return true; }
+  uint64_t ring_waits() const override;  // GPFIFO or pushbuffer space, both channels
   hcq::DeviceInfo info() const override { return info_; }
   std::string target() const override { return way_in_->facts().arch; }
   std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override;

@@ -287,6 +287,15 @@ SINK(END(STORE(INDEX:uint8*(dst, i), LOAD:uint8(INDEX:uint8*(src, i))), i))
 // The invalidation runs in order on the compute channel, before any launch submitted after it, so it
 // neither waits for earlier work nor takes a timeline value: a program can be loaded while another
 // queue is being recorded (the byte-copy kernel is loaded on the first compute-queue copy).
+uint64_t NvDevice::ring_waits() const {
+  uint64_t n = 0;
+  for (Channel* c : {compute_.get(), copy_.get()}) {
+    std::lock_guard lock(c->mu);
+    n += c->waits;
+  }
+  return n;
+}
+
 void NvDevice::invalidate_code() {
   auto q = make_compute_queue(*this);
   q->invalidate_caches();
@@ -320,11 +329,7 @@ NvFacts facts(hcq::Device& dev) {
   auto* d = dynamic_cast<NvDevice*>(&dev);
   if (!d) throw Error(dev.name() + " is not an NVIDIA device");
   NvFacts f = d->facts();
-  for (bool copy : {false, true}) {
-    Channel& c = d->channel(copy);
-    std::lock_guard lock(c.mu);
-    f.ring_waits += c.waits;
-  }
+  f.ring_waits = d->ring_waits();
   return f;
 }
 

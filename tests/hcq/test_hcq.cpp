@@ -1,5 +1,7 @@
 // The HCQ conformance suite: the same checks for every device the build knows (drivers/devices.h),
-// so each device that joins the table is held to all of them.
+// so each device that joins the table is held to all of them. Where devices differ — what an
+// out-of-bounds kernel reports, what an emulated GPU's own log and queues show, how to open one with
+// small rings — the per-device table below says what each must do.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,26 +11,106 @@
 #include <random>
 #include <thread>
 
+#include "codegen/builtin_kernels.h"
 #include "codegen/compiler.h"
+#include "drivers/amd/kfd/kfd.h"
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/devices.h"
+#include "drivers/nv/rm/rm_gpu.h"
+#include "emu/amd/kfd/kfd_model.h"
+#include "emu/nv/rm/rm_model.h"
 #include "hcq/graph.h"
 #include "hcq/profiler.h"
 #include "ir/text.h"
 #include "llvm/Support/JSON.h"
-#include "kernels.h"
 
 using namespace ugpu;
-using ugpu::test::kAddOne;
-using ugpu::test::kSpin;
 using hcq::Val;
 
 namespace {
 
-struct TestDevice {
-  std::string label;
-  std::function<std::unique_ptr<hcq::Device>()> open;
+// A device opened for a test and, for an emulated GPU, the emulator's own view of it.
+struct Opened {
+  std::unique_ptr<hcq::Device> dev;
+  std::function<std::vector<std::string>()> gpu_log;  // what the emulated GPU logged (faults, overruns); empty: no emulator
+  std::function<uint64_t()> gpu_queues;               // hardware queues (channels) it still has; empty: no emulator
 };
+// `small_rings`: command rings that a few dozen submissions fill, for the back-pressure cases.
+using Opener = std::function<Opened(bool small_rings)>;
+
+Opened open_cpu(bool small_rings, bool copy_engine) {
+  return {std::make_unique<cpu::CpuDevice>(small_rings ? 2 : 0, small_rings ? 64 : 1 << 16, copy_engine), {}, {}};
+}
+std::shared_ptr<sys::Os> host_os() { return std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}); }
+amd::AmdOptions amd_options(bool small_rings) {
+  amd::AmdOptions o;
+  if (small_rings) o.compute_ring_bytes = o.sdma_ring_bytes = 4096;  // 1024 dwords
+  return o;
+}
+nv::NvOptions nv_options(bool small_rings) {
+  nv::NvOptions o;
+  if (small_rings) o.gpfifo_entries = 16, o.pushbuffer_bytes = 4096;
+  return o;
+}
+// Real GPUs through the host's kernel drivers (the silicon suite), as drivers/devices.cpp opens them.
+Opened open_amd_kfd(bool small_rings) { return {amd::open_kfd(host_os(), amd_options(small_rings)), {}, {}}; }
+Opened open_nv_rm(bool small_rings) { return {nv::open_nv(host_os(), nv_options(small_rings)), {}, {}}; }
+// The emulated GPUs as drivers/devices.cpp opens them, keeping the emulator for its log and stats.
+Opened open_emu_amd(bool small_rings) {
+  auto os = std::make_shared<emu::VirtualOs>();
+  auto gpu = emu::amd::install_kfd_gpu(*os);
+  amd::AmdOptions o = amd_options(small_rings);
+  o.name = "emu:amd", o.kind = "emulated gpu";
+  return {amd::open_kfd(os, o), [gpu] { return gpu->log(); }, [gpu] { return gpu->stats().queues; }};
+}
+Opened open_emu_nv(bool small_rings) {
+  auto os = std::make_shared<emu::VirtualOs>();
+  auto gpu = emu::nv::install_nv_gpu(*os);
+  nv::NvOptions o = nv_options(small_rings);
+  o.name = "emu:nv", o.kind = "emulated gpu", o.emulator_runs_ptx = true;
+  return {nv::open_nv(os, o), [gpu] { return gpu->log(); }, [gpu] { return gpu->stats().channels; }};
+}
+
+// What each device must do where devices differ, by its name in drivers/devices.h. A device without a
+// row fails the cases that need one: a new device states its expectations here.
+struct DeviceRow {
+  std::string device;
+  // A kernel storing to an unmapped address: texts the device's error must contain (the first one also
+  // the DeviceError's message) — or none, where the device cannot detect it, and `undetected` says why.
+  std::vector<std::string> fault{};
+  std::string undetected{};
+  std::string fault_instruction{};  // what the emulated GPU's log calls the faulting instruction
+  Opener open;
+};
+const std::vector<DeviceRow>& device_rows() {
+  static const std::vector<std::string> amd_fault = {"GPU page fault at 0x10", "kernel add_one", "an unmapped address"};
+  // The RC error's name too: the channel stopped on robust-channel error 31.
+  static const std::vector<std::string> nv_fault = {"GPU MMU fault at 0x10", "kernel add_one", "write of an unmapped address",
+                                                    "FIFO_ERROR_MMU_ERR_FLT"};
+  static const std::vector<DeviceRow> rows = {
+      {.device = "cpu",
+       .undetected = "the cpu device cannot catch a kernel's out-of-bounds store yet: on the host it would be a SIGSEGV of this process",
+       .open = [](bool small) { return open_cpu(small, false); }},
+      {.device = "emu:amd", .fault = amd_fault, .fault_instruction = "global_store", .open = open_emu_amd},
+      {.device = "amd:kfd", .fault = amd_fault, .open = open_amd_kfd},
+      {.device = "amd", .fault = amd_fault, .open = open_amd_kfd},
+      {.device = "emu:nv", .fault = nv_fault, .fault_instruction = "st.global", .open = open_emu_nv},
+      {.device = "nv", .fault = nv_fault, .open = open_nv_rm},
+  };
+  return rows;
+}
+const DeviceRow& row_of(const std::string& device) {
+  for (const DeviceRow& r : device_rows())
+    if (r.device == device) return r;
+  throw Error("tests/hcq/test_hcq.cpp has no row for device '" + device + "': add one to device_rows()");
+}
+
+struct TestDevice {
+  std::string label;  // for messages
+  std::string row;    // its row in device_rows()
+  Opener open;
+};
+TestDevice by_name(const std::string& name) { return {name, name, row_of(name).open}; }
 // Every known device, plus the CPU with a separate copy engine (two rings, as GPUs have); or the
 // devices $UGPU_TEST_DEVICES names (comma-separated), as the silicon suite runs it on real GPUs.
 std::vector<TestDevice> devices() {
@@ -38,29 +120,44 @@ std::vector<TestDevice> devices() {
     for (size_t at = 0; at <= list.size();) {
       size_t comma = std::min(list.find(',', at), list.size());
       std::string n = list.substr(at, comma - at);
-      if (!n.empty()) d.push_back({n, [n] { return drivers::open_device(n); }});
+      if (!n.empty()) d.push_back(by_name(n));
       at = comma + 1;
     }
     return d;
   }
   for (const drivers::DeviceEntry& e : drivers::known_devices())
-    if (!e.hardware) d.push_back({e.name, [n = e.name] { return drivers::open_device(n); }});
-  d.push_back({"cpu with a copy engine", [] { return std::make_unique<cpu::CpuDevice>(0, 1 << 16, true); }});
+    if (!e.hardware) d.push_back(by_name(e.name));
+  d.push_back({"cpu with a copy engine", "cpu", [](bool small) { return open_cpu(small, true); }});
   return d;
 }
-
 
 template <class F>
 void each_device(F f) {
   for (const TestDevice& d : devices()) {
     CAPTURE(d.label);
-    auto dev = d.open();
+    auto dev = d.open(false).dev;
     f(*dev);
   }
 }
 
-std::shared_ptr<hcq::Program> add_one(hcq::Device& dev) { return drivers::load_kernel(dev, ir::parse(kAddOne), "add_one"); }
+const std::string& add_one_text() { return codegen::builtin_kernel("add_one").text; }
+std::shared_ptr<hcq::Program> add_one(hcq::Device& dev) { return drivers::load_kernel(dev, ir::parse(add_one_text()), "add_one"); }
 int32_t* ints(const hcq::Buffer& b) { return static_cast<int32_t*>(b.host); }
+bool has_line(const std::vector<std::string>& log, const std::string& text) {
+  return std::any_of(log.begin(), log.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; });
+}
+// add_one on a fresh buffer: the device runs kernels.
+void runs_a_kernel(hcq::Device& dev) {
+  auto inc = add_one(dev);
+  hcq::Buffer a = dev.alloc(4000), b = dev.alloc(4000);
+  uint64_t w = dev.next_timeline();
+  auto q = dev.compute_queue();
+  Val args[] = {b.va, a.va};
+  q->exec(*inc, args).memory_barrier().signal(dev.timeline(), w);
+  q->submit();
+  dev.synchronize();
+  CHECK(ints(b)[999] == 1);
+}
 
 }  // namespace
 
@@ -88,7 +185,7 @@ TEST_CASE("hcq: a wait that is never satisfied ends in Timeout and a device erro
     CHECK_THROWS_AS(q->submit(), hcq::DeviceError);
   });
   // Another device is unaffected.
-  auto other = devices()[0].open();
+  auto other = devices()[0].open(false).dev;
   auto s = other->new_signal();
   auto q = other->compute_queue();
   q->signal(*s, 3);
@@ -180,22 +277,55 @@ TEST_CASE("hcq: timeline rollover near 2^31 keeps ordering and values") {
   });
 }
 
-TEST_CASE("hcq: the ring is never overrun: submits wait for space") {
-  cpu::CpuDevice dev(2, 64);
-  auto s = dev.new_signal();
-  for (int n = 1; n <= 300; ++n) {
-    auto q = dev.compute_queue();
-    q->signal(*s, n).signal(*s, n).signal(*s, n);
-    q->submit();
+TEST_CASE("hcq: more submissions than the rings hold wait for space and lose nothing") {
+  for (const TestDevice& d : devices()) {
+    CAPTURE(d.label);
+    Opened o = d.open(true);
+    hcq::Device& dev = *o.dev;
+    auto inc = add_one(dev);
+    hcq::Buffer a = dev.alloc(4000), b = dev.alloc(4000), c = dev.alloc(4000);
+    auto gate = dev.new_signal();
+    std::jthread opener;
+    for (int n = 0; n < 400; ++n) {
+      uint64_t v = dev.next_timeline();
+      auto q = dev.compute_queue();
+      if (n == 0) q->wait(*gate, 1);  // nothing runs until the rings have filled
+      Val args[] = {n % 2 ? a.va : b.va, n % 2 ? b.va : a.va};
+      q->wait(dev.timeline(), v - 1).exec(*inc, args).memory_barrier().signal(dev.timeline(), v);
+      q->submit();
+      if (n == 0) opener = std::jthread([&gate] { std::this_thread::sleep_for(std::chrono::milliseconds(100)), gate->set(1); });
+    }
+    for (int n = 0; n < 200; ++n) {  // and the copy ring (the compute ring where copies share it), copy after copy
+      uint64_t v = dev.next_timeline();
+      auto q = dev.copy_queue();
+      q->wait(dev.timeline(), v - 1).copy(c.va + 4 * (n % 10), a.va + 4 * (n % 10), 4).signal(dev.timeline(), v);
+      q->submit();
+    }
+    dev.synchronize();
+    CHECK(ints(a)[7] == 400);
+    CHECK(ints(c)[3] == 400);
+    CHECK(!dev.failed());
+    CHECK(dev.ring_waits() > 0);  // back-pressure happened
+    if (o.gpu_log) CHECK(o.gpu_log().empty());  // and the GPU never saw an overrun or a bad packet
   }
-  dev.wait(*s, 300, "last signal");
-  CHECK(dev.ring_waits() > 0);
-  auto big = dev.compute_queue();
-  for (int i = 0; i < 10; ++i) big->signal(*s, 1);
-  CHECK_THROWS_WITH(big->submit(), doctest::Contains("bind() it"));
-  big->bind();
-  big->submit();  // one indirect command
-  dev.synchronize();
+}
+
+TEST_CASE("hcq: a queue larger than half a ring is refused until it is bound, then runs as one indirect command") {
+  for (const TestDevice& d : devices()) {
+    CAPTURE(d.label);
+    Opened o = d.open(true);
+    hcq::Device& dev = *o.dev;
+    auto s = dev.new_signal();
+    auto big = dev.compute_queue();
+    for (int i = 1; i <= 300; ++i) big->signal(*s, i);
+    CHECK_THROWS_WITH(big->submit(), doctest::Contains("bind() it"));
+    big->bind();
+    big->submit();
+    dev.wait(*s, 300, "the bound queue");
+    big->submit();  // again: the same indirect command
+    dev.synchronize();
+    CHECK(!dev.failed());
+  }
 }
 
 namespace {
@@ -206,7 +336,13 @@ in = DEFINE_GLOBAL:int32* {1}
 i = RANGE(4096) {0, GLOBAL}
 SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) * 2 + 1), i))
 )";
-// A kernel that runs for 2^62 iterations of a recurrence LLVM cannot shorten: a hang.
+// A loop of n steps that cannot be folded away (each step reads the other slot): n = 2^62 never ends,
+// the hang of the hang case (a kernel for that test alone, not a built-in one).
+const char* kSpin = R"(out = DEFINE_GLOBAL:uint32* {0}
+n = DEFINE_VAR:index {"n", 1, 4611686018427387904}
+i = RANGE(n) {0, LOOP}
+SINK(END(STORE(INDEX:uint32*(out, i % 2), LOAD:uint32(INDEX:uint32*(out, (i + 1) % 2)) * 3 + 1), i))
+)";
 int64_t host_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
@@ -302,7 +438,7 @@ TEST_CASE("hcq: a graph over compute and copy queues orders them with waits") {
 }
 
 TEST_CASE("hcq: a graph across two devices waits across them") {
-  auto d0 = devices()[0].open(), d1 = devices().back().open();
+  auto d0 = devices()[0].open(false).dev, d1 = devices().back().open(false).dev;
   auto s0 = drivers::load_kernel(*d0, ir::parse(kScale), "scale"), s1 = drivers::load_kernel(*d1, ir::parse(kScale), "scale");
   hcq::Buffer a = d0->alloc(4 * 4096), b = d0->alloc(4 * 4096), c = d1->alloc(4 * 4096), d = d1->alloc(4 * 4096);
   hcq::Graph g;
@@ -361,8 +497,11 @@ TEST_CASE("hcq: profiler timestamps are monotone, aligned to host time, and writ
   });
 }
 
-TEST_CASE("hcq: a hung kernel ends in Timeout and an error state; other devices keep working") {
-  each_device([](hcq::Device& dev) {
+TEST_CASE("hcq: a hung kernel ends in Timeout and an error state, its queues stopped; other devices keep working") {
+  for (const TestDevice& d : devices()) {
+    CAPTURE(d.label);
+    Opened o = d.open(false);
+    hcq::Device& dev = *o.dev;
     auto spin = drivers::load_kernel(dev, ir::parse(kSpin), "spin");
     hcq::Buffer out = dev.alloc(64);
     // The same kernel with a short loop finishes: the recurrence is really computed.
@@ -381,17 +520,40 @@ TEST_CASE("hcq: a hung kernel ends in Timeout and an error state; other devices 
     CHECK_THROWS_WITH_AS(dev.wait(dev.timeline(), v, "the hung kernel", std::chrono::milliseconds(300)), doctest::Contains("the hung kernel"), hcq::Timeout);
     CHECK(dev.failed());
     CHECK_THROWS_AS(dev.synchronize(), hcq::DeviceError);
-    auto other = devices()[0].open();  // an independent device runs while this one is failed
-    auto inc = add_one(*other);
-    hcq::Buffer a = other->alloc(4000), b = other->alloc(4000);
-    uint64_t w = other->next_timeline();
-    auto oq = other->compute_queue();
-    Val args[] = {b.va, a.va};
-    oq->exec(*inc, args).memory_barrier().signal(other->timeline(), w);
-    oq->submit();
-    other->synchronize();
-    CHECK(ints(b)[999] == 1);
-  });  // destroying the failed device returns: the hung kernel was stopped
+    if (o.gpu_queues) CHECK(o.gpu_queues() == 0);  // the driver destroyed its queues (channels), which stopped the kernel
+    // Independent devices run while this one is failed: another of its kind, and the first of the list.
+    runs_a_kernel(*d.open(false).dev);
+    runs_a_kernel(*devices()[0].open(false).dev);
+  }  // destroying the failed device returns: the hung kernel was stopped
+}
+
+TEST_CASE("hcq: an out-of-bounds kernel is a device fault naming the kernel and the address, on every device that can detect one") {
+  for (const TestDevice& d : devices()) {
+    CAPTURE(d.label);
+    const DeviceRow& row = row_of(d.row);
+    REQUIRE_MESSAGE(row.fault.empty() != row.undetected.empty(), "a row gives either the fault's texts or why the device cannot detect it");
+    if (row.fault.empty()) {
+      MESSAGE(d.label << ": not run: " << row.undetected);
+      continue;
+    }
+    Opened o = d.open(false);
+    hcq::Device& dev = *o.dev;
+    auto prog = add_one(dev);
+    hcq::Buffer in = dev.alloc(4000);
+    uint64_t v = dev.next_timeline();
+    auto q = dev.compute_queue();
+    Val args[] = {uint64_t{0x10000}, in.va};  // the output buffer address is not mapped
+    q->exec(*prog, args).signal(dev.timeline(), v);
+    q->submit();
+    CHECK_THROWS_WITH_AS(dev.synchronize(), doctest::Contains(row.fault[0].c_str()), hcq::DeviceError);
+    CHECK(dev.failed());
+    for (const std::string& text : row.fault) CHECK_MESSAGE(dev.error().find(text) != std::string::npos, dev.error() << " lacks " << text);
+    if (!row.fault_instruction.empty()) {
+      REQUIRE(o.gpu_log);
+      CHECK_MESSAGE(has_line(o.gpu_log(), row.fault_instruction), "the emulator's log names the faulting instruction");
+    }
+    CHECK_THROWS_AS(dev.alloc(64), hcq::DeviceError);
+  }
 }
 
 TEST_CASE("hcq: the kernarg ring waits for the device instead of overwriting, and steps over live queues") {
@@ -527,7 +689,7 @@ TEST_CASE("hcq: misuse is refused with a clear error: graph nodes, arguments, pr
     auto q = dev.compute_queue();
     CHECK_THROWS_WITH(q->exec(loose, {}), doctest::Contains("held by a shared_ptr"));
     codegen::CompileOptions o;
-    auto other = codegen::compile(ir::parse(kAddOne), codegen::find_target(dev.target() == "x86" ? "gfx1100" : "x86"), o);
+    auto other = codegen::compile(ir::parse(add_one_text()), codegen::find_target(dev.target() == "x86" ? "gfx1100" : "x86"), o);
     CHECK_THROWS_AS(dev.load(other), Error);
   });
 }

@@ -1,6 +1,7 @@
 // The NVIDIA driver (drivers/nv) on the emulated Hopper (emu/nv): the emulated RM's checks, opening
-// on every driver branch, the bad cases (no driver, permissions, an old branch, RM statuses, MMU
-// faults, hangs, full rings), the submitted methods and QMDs, and the kernel suite against the CPU.
+// on every driver branch, the bad cases (no driver, permissions, an old branch, RM statuses), the
+// submitted methods and QMDs, and the kernel suite against the CPU. MMU faults, hangs and full rings
+// are cases of the HCQ conformance suite (tests/hcq/test_hcq.cpp), with emu:nv's expectations.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -13,7 +14,7 @@
 #include <thread>
 
 #include "tests/hcq/device_suite.h"
-#include "tests/hcq/kernels.h"
+#include "codegen/builtin_kernels.h"
 #include "codegen/compiler.h"
 #include "codegen/llvm/ptxas.h"
 #include "drivers/devices.h"
@@ -151,7 +152,7 @@ TEST_CASE("nv: every driver branch opens the emulated H100 and runs a kernel, wi
     CHECK(f.copy_class == rm::HOPPER_DMA_COPY_A);
     CHECK(f.usermode_class == rm::HOPPER_USERMODE_A);
     CHECK(dev->target() == "sm_90");
-    auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+    auto prog = drivers::load_kernel(*dev, codegen::builtin_kernel("add_one").parse(), "add_one");
     hcq::Buffer in = dev->alloc(4000), out = dev->alloc(4000);
     for (int i = 0; i < 1000; ++i) static_cast<int32_t*>(in.host)[i] = i * 3;
     uint64_t v = dev->next_timeline();
@@ -174,77 +175,6 @@ TEST_CASE("nv: RM statuses are errors that name the status and the call") {
   CHECK(ok.va < (uint64_t{1} << 40));  // one address for CPU and GPU, below 1 TiB
 }
 
-TEST_CASE("nv: an out-of-bounds kernel is an MMU fault naming the kernel and the address") {
-  EmuSystem sys;
-  auto dev = sys.open();
-  auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
-  hcq::Buffer in = dev->alloc(4000);
-  uint64_t v = dev->next_timeline();
-  auto q = dev->compute_queue();
-  Val args[] = {uint64_t{0x10000}, in.va};  // the output buffer address is not mapped
-  q->exec(*prog, args).signal(dev->timeline(), v);
-  q->submit();
-  CHECK_THROWS_WITH_AS(dev->synchronize(), doctest::Contains("GPU MMU fault at 0x10"), hcq::DeviceError);
-  CHECK(dev->failed());
-  CHECK(dev->error().find("kernel add_one") != std::string::npos);
-  CHECK(dev->error().find("write of an unmapped address") != std::string::npos);
-  CHECK(dev->error().find("FIFO_ERROR_MMU_ERR_FLT") != std::string::npos);
-  CHECK(log_has(*sys.gpu, "st.global"));  // the emulator's log names the faulting instruction
-  CHECK_THROWS_AS(dev->alloc(64), hcq::DeviceError);
-}
-
-TEST_CASE("nv: a hung kernel is a Timeout and an error state; another emulated GPU keeps working") {
-  EmuSystem sys, other_sys;
-  auto dev = sys.open();
-  auto other = other_sys.open();
-  auto spin = drivers::load_kernel(*dev, ir::parse(kSpin), "spin");
-  hcq::Buffer out = dev->alloc(64);
-  uint64_t v = dev->next_timeline();
-  auto q = dev->compute_queue();
-  Val forever[] = {out.va, uint64_t{1} << 62};
-  q->exec(*spin, forever).signal(dev->timeline(), v);
-  q->submit();
-  CHECK_THROWS_WITH_AS(dev->wait(dev->timeline(), v, "the hung kernel", std::chrono::milliseconds(200)), doctest::Contains("did not reach"), hcq::Timeout);
-  CHECK(dev->failed());
-  CHECK(sys.gpu->stats().channels == 0);  // the driver freed its channel group, which stopped the kernel
-  auto s = other->new_signal();
-  auto oq = other->compute_queue();
-  oq->signal(*s, 1);
-  oq->submit();
-  other->wait(*s, 1, "the other GPU");
-}
-
-TEST_CASE("nv: more submissions than the GPFIFO and pushbuffer rings hold wait for space and lose nothing") {
-  EmuSystem sys;
-  nv::NvOptions o;
-  o.gpfifo_entries = 16, o.pushbuffer_bytes = 4096;  // a few dozen submissions
-  auto dev = sys.open(o);
-  auto inc = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
-  hcq::Buffer a = dev->alloc(4000), b = dev->alloc(4000), c = dev->alloc(4000);
-  auto gate = dev->new_signal();
-  for (int n = 0; n < 400; ++n) {
-    uint64_t v = dev->next_timeline();
-    auto q = dev->compute_queue();
-    if (n == 0) q->wait(*gate, 1);  // nothing runs until the rings have filled
-    Val args[] = {n % 2 ? a.va : b.va, n % 2 ? b.va : a.va};
-    q->wait(dev->timeline(), v - 1).exec(*inc, args).memory_barrier().signal(dev->timeline(), v);
-    q->submit();
-    if (n == 0) std::thread([g = gate] { std::this_thread::sleep_for(std::chrono::milliseconds(100)), g->set(1); }).detach();
-  }
-  for (int n = 0; n < 200; ++n) {  // and the copy channel, copy after copy
-    uint64_t v = dev->next_timeline();
-    auto q = dev->copy_queue();
-    q->wait(dev->timeline(), v - 1).copy(c.va + 4 * (n % 10), a.va + 4 * (n % 10), 4).signal(dev->timeline(), v);
-    q->submit();
-  }
-  dev->synchronize();
-  CHECK(static_cast<int32_t*>(a.host)[7] == 400);
-  CHECK(static_cast<int32_t*>(c.host)[3] == 400);
-  CHECK(!dev->failed());
-  CHECK(nv::facts(*dev).ring_waits > 0);  // back-pressure happened
-  CHECK(sys.gpu->log().empty());          // and the GPU never saw an overrun or a bad method
-}
-
 TEST_CASE("nv: an H100 builds V04 QMDs; V03 (UGPU_NV_QMD=3) is refused by the emulated H100, as the real one runs it wrongly") {
   {
     EmuSystem sys;
@@ -256,7 +186,7 @@ TEST_CASE("nv: an H100 builds V04 QMDs; V03 (UGPU_NV_QMD=3) is refused by the em
   auto dev = sys.open();
   unsetenv("UGPU_NV_QMD");
   CHECK(nv::facts(*dev).qmd_major == 3);
-  auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+  auto prog = drivers::load_kernel(*dev, codegen::builtin_kernel("add_one").parse(), "add_one");
   hcq::Buffer a = dev->alloc(4000), b = dev->alloc(4000);
   uint64_t v = dev->next_timeline();
   auto q = dev->compute_queue();
@@ -279,7 +209,7 @@ TEST_CASE("nv: the submitted methods and QMDs decode into the launch the driver 
     unsetenv("UGPU_NV_QMD");
     const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(static_cast<unsigned>(std::atoi(qmd)));
     CHECK(nv::facts(*dev).qmd_major == layout.major);
-    auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+    auto prog = drivers::load_kernel(*dev, codegen::builtin_kernel("add_one").parse(), "add_one");
     hcq::Buffer a = dev->alloc(4000), b = dev->alloc(4000);
     uint64_t v = dev->next_timeline();
     auto q = dev->compute_queue();
@@ -324,7 +254,7 @@ TEST_CASE("nv: where the address window below 1 TiB is taken (as AddressSanitize
     CHECK(a.va < (uint64_t{1} << 40));                  // the GPU address stays below 1 TiB
     CHECK(reinterpret_cast<uint64_t>(a.host) != a.va);  // the CPU one does not
     for (int i = 0; i < 1000; ++i) static_cast<int32_t*>(a.host)[i] = i;
-    auto prog = drivers::load_kernel(*dev, ir::parse(kAddOne), "add_one");
+    auto prog = drivers::load_kernel(*dev, codegen::builtin_kernel("add_one").parse(), "add_one");
     uint64_t v = dev->next_timeline();
     auto q = dev->compute_queue();
     Val args[] = {b.va, a.va};
@@ -371,7 +301,7 @@ TEST_CASE("nv: with ptxas, a cubin loads as real hardware needs it: .nv.info fac
   auto dev = nv::open_nv(sys.os, o);
   codegen::CompileOptions co;
   co.name = "add_one";
-  auto ck = codegen::compile(ir::parse(kAddOne), codegen::find_target("sm_90"), co);
+  auto ck = codegen::compile(codegen::builtin_kernel("add_one").parse(), codegen::find_target("sm_90"), co);
   REQUIRE(ck->cubin);
   auto prog = dev->load(ck);
   hcq::Buffer in = dev->alloc(4000), out = dev->alloc(4000);
