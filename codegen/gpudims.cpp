@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/passes.h"
 #include "codegen/scope.h"
@@ -101,7 +102,8 @@ UOp split_for_threads(const UOp& sink, const std::vector<UOp>& globals, std::arr
 // as it must be written for the host) loops over every work-item, then the work after it loops over
 // every work-item again, with a copy of each LOCAL range (a fresh axis). A node's phase is counted
 // from the top: the SINK is in the last phase, and each BARRIER passed on the way down is one phase
-// earlier. Values a work-item computes before a barrier and uses after it are computed again after it.
+// earlier. Values a work-item computes before a barrier and uses after it are computed again after it
+// (refused where that could change them: loads from memory the kernel stores to, and stores).
 class WorkgroupPhases {
  public:
   explicit WorkgroupPhases(const UOp& sink) : sink_(sink) {
@@ -110,6 +112,7 @@ class WorkgroupPhases {
       for (const UOp& s : u.src()) most = std::max(most, barriers_.at(s.get()));
       barriers_[u.get()] = most + (u.op() == Op::BARRIER);
       if (u.op() == Op::RANGE) next_axis_ = std::max(next_axis_, u.arg_as<RangeArg>().axis + 1);
+      if (u.op() == Op::STORE) stored_.insert(buffer_of(u.src(0)).get());
     }
   }
 
@@ -129,6 +132,13 @@ class WorkgroupPhases {
   UOp at(const UOp& u, int phase) {
     auto key = std::pair{u.get(), phase};
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    // Computing a value again after a barrier is what the work-item would have computed only if its
+    // inputs did not change in between: a load from memory the kernel stores to could see another
+    // work-item's (or its own) store, and a store would happen twice. Such kernels are refused.
+    if (phase > barriers_.at(u.get()) && touches_stored(u))
+      throw Error("on the host a value computed before a BARRIER and used after it is computed again after it, but this one reads or "
+                  "writes memory the kernel stores to (it would see the stores the barrier orders): load it after the barrier, or pass "
+                  "it through workgroup memory: " + to_inline(u, 120));
     UOp out;
     if (u.op() == Op::RANGE && axis_type(u) == AxisType::LOCAL) {
       out = phase == 0 ? u : UOp::range(u.src(0), next_axis_++, AxisType::LOCAL);
@@ -138,6 +148,19 @@ class WorkgroupPhases {
       out = u.with_src(src);
     }
     return memo_[key] = out;
+  }
+  // The buffer an INDEX addresses, through the AFTERs that order it.
+  static UOp buffer_of(UOp index) {
+    UOp b = index.op() == Op::INDEX ? index.src(0) : index;
+    while (b.op() == Op::AFTER) b = b.src(0);
+    return b;
+  }
+  // Whether u stores, or loads from a buffer the kernel stores to, anywhere below it.
+  bool touches_stored(const UOp& u) {
+    if (auto it = touches_.find(u.get()); it != touches_.end()) return it->second;
+    bool t = u.op() == Op::STORE || (u.op() == Op::LOAD && stored_.count(buffer_of(u.src(0)).get()));
+    for (size_t i = 0; i < u.src().size() && !t; ++i) t = touches_stored(u.src(i));
+    return touches_[u.get()] = t;
   }
   static std::vector<UOp> local_ranges(const Scopes& sc, uint64_t open) {
     std::vector<UOp> out;
@@ -166,6 +189,8 @@ class WorkgroupPhases {
   UOp sink_;
   std::unordered_map<const void*, int> barriers_;  // the most BARRIERs on a path down from a node, itself included
   std::map<std::pair<const void*, int>, UOp> memo_;
+  std::unordered_set<const void*> stored_;           // buffers some STORE writes
+  std::unordered_map<const void*, bool> touches_;   // touches_stored, memoized
   int64_t next_axis_ = 0;
 };
 

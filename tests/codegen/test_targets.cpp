@@ -96,6 +96,18 @@ l = RANGE(16) {0, LOCAL}
 bar = BARRIER(STORE(INDEX:float[local]*(tmp, l), 1.0))
 SINK(END(STORE(INDEX:float*(out, l), LOAD:float(INDEX:float[local]*(AFTER(tmp, bar), 15 - l))), l))
 )"), x86()), doctest::Contains("BARRIER(x) needs x to be an END closing the LOCAL ranges"));
+  // A value loaded before the barrier from memory the kernel stores to, used after it: computing it
+  // again after the barrier would read the new value (here the work-item's own store), so x86 refuses;
+  // a GPU keeps the loaded value in a register and compiles it.
+  auto reload = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+tmp = DEFINE_LOCAL:float[local]* {(0, 16)}
+l = RANGE(16) {0, LOCAL}
+v = LOAD:float(INDEX:float*(out, l))
+bar = BARRIER(END(STORE(INDEX:float[local]*(tmp, l), v), l))
+SINK(END(STORE(INDEX:float*(out, l), v + LOAD:float(INDEX:float[local]*(AFTER(tmp, bar), 15 - l))), l))
+)");
+  CHECK_THROWS_WITH(compile(reload, x86()), doctest::Contains("reads or writes memory the kernel stores to"));
+  CHECK_NOTHROW(compile(reload, find_target("gfx1100")));
   auto big_local = kernel(R"(out = DEFINE_GLOBAL:float* {0}
 l = RANGE(2048) {0, LOCAL}
 SINK(END(STORE(INDEX:float*(out, l), 1.0), l))
