@@ -183,14 +183,15 @@ SINK(END(STORE(INDEX:float*(out, row*200 + c), e / s), row, c))
 )",
           .runs = {{.elements = {3200, 3200}}},
           // In double: the kernel's exp2 is within 1 ULP on GPUs, and its float sum of 200 terms rounds.
-          .reference = [](const KernelRun&, Buffers& b) {
-            for (size_t row = 0; row < 16; ++row) {
-              double m = -INFINITY, s = 0;
-              for (size_t c = 0; c < 200; ++c) m = std::max(m, at(b, 1, row * 200 + c));
-              for (size_t c = 0; c < 200; ++c) s += std::exp(at(b, 1, row * 200 + c) - m);
-              for (size_t c = 0; c < 200; ++c) b[0].set(row * 200 + c, std::exp(at(b, 1, row * 200 + c) - m) / s);
-            }
-          },
+          .reference =
+              [](const KernelRun&, Buffers& b) {
+                for (size_t row = 0; row < 16; ++row) {
+                  double m = -INFINITY, s = 0;
+                  for (size_t c = 0; c < 200; ++c) m = std::max(m, at(b, 1, row * 200 + c));
+                  for (size_t c = 0; c < 200; ++c) s += std::exp(at(b, 1, row * 200 + c) - m);
+                  for (size_t c = 0; c < 200; ++c) b[0].set(row * 200 + c, std::exp(at(b, 1, row * 200 + c) - m) / s);
+                }
+              },
           .tolerance = 2e-5};
 }
 
@@ -250,23 +251,26 @@ SINK(END(STORE(INDEX:half*(out, t*24 + d*4 + u), v), t, d, u))
           .runs = {{.elements = {40 * 24, 1000 * 24, 40}}},
           // Ids spread over the table, and some outside it (both ends, the most negative int32): those
           // rows must read nothing and give 0.
-          .inputs = [](const KernelRun&, Buffers& b, std::mt19937_64&) {
-            for (size_t t = 0; t < 40; ++t) b[2].set(t, static_cast<double>(t * 97 % 1000));
-            for (auto [t, id] : std::initializer_list<std::pair<size_t, int64_t>>{{3, -1}, {7, 1000}, {11, INT32_MIN}, {13, 999}, {20, 123456}})
-              b[2].set(t, static_cast<double>(id));
-          },
-          .reference = [](const KernelRun&, Buffers& b) {
-            for (size_t t = 0; t < 40; ++t) {
-              auto id = static_cast<int64_t>(at(b, 2, t));
-              for (size_t d = 0; d < 24; ++d) b[0].set_bits(t * 24 + d, id >= 0 && id < 1000 ? b[1].bits(static_cast<size_t>(id) * 24 + d) : 0);
-            }
-          }};
+          .inputs =
+              [](const KernelRun&, Buffers& b, std::mt19937_64&) {
+                for (size_t t = 0; t < 40; ++t) b[2].set(t, static_cast<double>(t * 97 % 1000));
+                for (auto [t, id] : std::initializer_list<std::pair<size_t, int64_t>>{{3, -1}, {7, 1000}, {11, INT32_MIN}, {13, 999}, {20, 123456}})
+                  b[2].set(t, static_cast<double>(id));
+              },
+          .reference =
+              [](const KernelRun&, Buffers& b) {
+                for (size_t t = 0; t < 40; ++t) {
+                  auto id = static_cast<int64_t>(at(b, 2, t));
+                  for (size_t d = 0; d < 24; ++d) b[0].set_bits(t * 24 + d, id >= 0 && id < 1000 ? b[1].bits(static_cast<size_t>(id) * 24 + d) : 0);
+                }
+              }};
 }
 
 BuiltinKernel group_sum() {
   return {.name = "group_sum",
-          .description = "sum of 64-element rows by a 64-work-item workgroup through workgroup memory and a barrier (on the host: the "
-                         "work-items in turn, a loop before the barrier and one after)",
+          .description =
+              "sum of 64-element rows by a 64-work-item workgroup through workgroup memory and a barrier (on the host: the "
+              "work-items in turn, a loop before the barrier and one after)",
           .text = R"(out = DEFINE_GLOBAL:float* {0}
 x = DEFINE_GLOBAL:float* {1}
 tmp = DEFINE_LOCAL:float[local]* {(0, 64)}
@@ -318,25 +322,27 @@ SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * y + x, y)), i))
           .runs = runs,
           // Random bits: every integer wraps somewhere, narrow floats meet inf and NaN. float32 stays
           // finite and normal, where GPUs may flush denormals.
-          .inputs = [](const KernelRun&, Buffers& b, std::mt19937_64& rng) {
-            for (size_t s : {1, 2}) {
-              if (b[s].dtype == ir::dtypes::float32) fill_uniform(b[s], -300, 300, rng);
-              else fill_random_bits(b[s], rng);
-            }
-          },
+          .inputs =
+              [](const KernelRun&, Buffers& b, std::mt19937_64& rng) {
+                for (size_t s : {1, 2}) {
+                  if (b[s].dtype == ir::dtypes::float32) fill_uniform(b[s], -300, 300, rng);
+                  else fill_random_bits(b[s], rng);
+                }
+              },
           // Floats: each operation rounded once to the dtype (a double holds every exact product and
           // rounds the sums innocuously).
-          .reference = [](const KernelRun&, Buffers& b) {
-            DType t = b[0].dtype;
-            for (size_t i = 0; i < 257; ++i) {
-              if (!t.is_float()) {
-                b[0].set_bits(i, elementwise_int(b[1].bits(i), b[2].bits(i), t));
-                continue;
-              }
-              double x = at(b, 1, i), y = at(b, 2, i);
-              b[0].set(i, max_like_kernel(ir::round_float(ir::round_float(x * y, t) + x, t), y));
-            }
-          }};
+          .reference =
+              [](const KernelRun&, Buffers& b) {
+                DType t = b[0].dtype;
+                for (size_t i = 0; i < 257; ++i) {
+                  if (!t.is_float()) {
+                    b[0].set_bits(i, elementwise_int(b[1].bits(i), b[2].bits(i), t));
+                    continue;
+                  }
+                  double x = at(b, 1, i), y = at(b, 2, i);
+                  b[0].set(i, max_like_kernel(ir::round_float(ir::round_float(x * y, t) + x, t), y));
+                }
+              }};
 }
 
 BuiltinKernel reduce() {
@@ -384,8 +390,9 @@ BuiltinKernel floordiv() {
   for (const char* d : {"7", "8", "1", "-3"}) runs.push_back({.values = {{"D", d}}, .elements = {100}});
   for (int64_t n : {13, 1, 2, 50, 100}) runs.push_back({.values = {{"D", "n"}}, .vars = {{"n", n}}, .elements = {100}});
   return {.name = "floordiv",
-          .description = "out[i] = (i - 50) // d + 1000 * ((i - 50) % d): floor division and modulo of negative numbers, by constants "
-                         "(powers of two, 1, negative) and by a variable",
+          .description =
+              "out[i] = (i - 50) // d + 1000 * ((i - 50) % d): floor division and modulo of negative numbers, by constants "
+              "(powers of two, 1, negative) and by a variable",
           .text = R"(out = DEFINE_GLOBAL:int32* {0}
 n = DEFINE_VAR {"n", 1, 100}
 i = RANGE(100) {0, GLOBAL}
@@ -476,8 +483,8 @@ std::string show(const HostData& b, size_t i) {
 }  // namespace
 
 const std::vector<BuiltinKernel>& builtin_kernels() {
-  static const std::vector<BuiltinKernel> k = {add(),         matmul(), matmul_upcast(), softmax(),       conv2d(), gather(),
-                                               group_sum(),   elementwise(), reduce(),   floordiv(), variable_loop(), add_one()};
+  static const std::vector<BuiltinKernel> k = {add(),       matmul(),      matmul_upcast(), softmax(),  conv2d(),        gather(),
+                                               group_sum(), elementwise(), reduce(),        floordiv(), variable_loop(), add_one()};
   return k;
 }
 

@@ -39,8 +39,8 @@ struct HostData {
 // element count of each buffer slot.
 struct KernelRun {
   std::vector<std::pair<std::string, std::string>> values{};
-  std::map<std::string, int64_t> vars{};  // by name
-  std::vector<size_t> elements{};         // slot 0 first
+  std::map<std::string, int64_t> vars{};                   // by name
+  std::vector<size_t> elements{};                          // slot 0 first
   const std::string& value(const std::string& key) const;  // throws Error for a key this run does not set
   int64_t number(const std::string& key) const { return std::stoll(value(key)); }
   std::vector<int64_t> var_values() const;  // in the compiled kernel's order (by name), for a launch
@@ -50,9 +50,9 @@ struct KernelRun {
 using Buffers = std::vector<HostData>;
 struct BuiltinKernel {
   std::string name{}, description{};
-  std::string text{};  // ugpu's text form; `{KEY}` placeholders are filled from a run's values
+  std::string text{};             // ugpu's text form; `{KEY}` placeholders are filled from a run's values
   std::vector<KernelRun> runs{};  // what it is checked with; the first is what `ugpu compile --kernel` compiles
-  bool gpu_only = false;  // needs a GPU target; none does today (the host runs a workgroup's work-items in turn)
+  bool gpu_only = false;          // needs a GPU target; none does today (the host runs a workgroup's work-items in turn)
   // Writes the inputs this kernel needs after the default ones (floats uniform in [-20, 20) rounded to
   // the dtype, integers random bits), e.g. gather's ids with some out of the table; may be empty.
   std::function<void(const KernelRun&, Buffers&, std::mt19937_64&)> inputs{};

@@ -17,7 +17,7 @@ class DiskCache {
   static DiskCache& global();           // from the environment
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
-  std::optional<CacheEntry> get(const std::string& key) const;  // key: hex
+  std::optional<CacheEntry> get(const std::string& key) const;      // key: hex
   void put(const std::string& key, const CacheEntry& entry) const;  // best effort: failures warn once
 
  private:

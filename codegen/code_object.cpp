@@ -27,11 +27,13 @@ AmdKernelInfo read_amd_kernel(const ElfImage& img, const std::string& name) {
   // Every target codegen builds counts VGPRs in granules of 8 (wave32 on gfx10+, unified on gfx9).
   k.vgprs = static_cast<int>(hwa::rsrc1::kVgprGranules.get(k.kd.compute_pgm_rsrc1) + 1) * 8;
   k.user_sgpr_count = static_cast<int>(hwa::rsrc2::kUserSgprCount.get(k.kd.compute_pgm_rsrc2));
-  const std::pair<hwa::Field, const char*> sgprs[] = {
-      {hwa::code_props::kPrivateSegmentBuffer, "private_segment_buffer"}, {hwa::code_props::kDispatchPtr, "dispatch_ptr"},
-      {hwa::code_props::kQueuePtr, "queue_ptr"}, {hwa::code_props::kKernargSegmentPtr, "kernarg_segment_ptr"},
-      {hwa::code_props::kDispatchId, "dispatch_id"}, {hwa::code_props::kFlatScratchInit, "flat_scratch_init"},
-      {hwa::code_props::kPrivateSegmentSize, "private_segment_size"}};
+  const std::pair<hwa::Field, const char*> sgprs[] = {{hwa::code_props::kPrivateSegmentBuffer, "private_segment_buffer"},
+                                                      {hwa::code_props::kDispatchPtr, "dispatch_ptr"},
+                                                      {hwa::code_props::kQueuePtr, "queue_ptr"},
+                                                      {hwa::code_props::kKernargSegmentPtr, "kernarg_segment_ptr"},
+                                                      {hwa::code_props::kDispatchId, "dispatch_id"},
+                                                      {hwa::code_props::kFlatScratchInit, "flat_scratch_init"},
+                                                      {hwa::code_props::kPrivateSegmentSize, "private_segment_size"}};
   for (const auto& [f, n] : sgprs)
     if (f.get(props)) k.user_sgprs.push_back(n);
   return k;
@@ -107,8 +109,15 @@ CubinInfo read_cubin(std::span<const uint8_t> cubin, const std::string& name) {
           c.param_size = r.payload[6] | r.payload[7] << 8;
           have_params = true;
           break;
-        case A::RegCount: need(8); c.registers = u32(r.payload, 4); have_regs = true; break;
-        case A::MinStackSize: need(8); c.stack_bytes = std::max(c.stack_bytes, u32(r.payload, 4)); break;
+        case A::RegCount:
+          need(8);
+          c.registers = u32(r.payload, 4);
+          have_regs = true;
+          break;
+        case A::MinStackSize:
+          need(8);
+          c.stack_bytes = std::max(c.stack_bytes, u32(r.payload, 4));
+          break;
         default: break;
       }
     }
@@ -124,8 +133,8 @@ std::string describe(const CubinInfo& c) {
   std::ostringstream o;
   o << "cubin kernel " << c.name << ": code " << c.text_size << " B at image offset " << c.text_offset << "\n"
     << "  " << c.registers << " registers/thread, shared " << c.shared_bytes << " B, local (stack) " << c.stack_bytes << " B/thread\n"
-    << "  parameters: " << c.param_size << " B at constant bank 0 offset 0x" << std::hex << c.param_offset << std::dec
-    << " (bank size " << c.cbank0_size << " B)\n";
+    << "  parameters: " << c.param_size << " B at constant bank 0 offset 0x" << std::hex << c.param_offset << std::dec << " (bank size "
+    << c.cbank0_size << " B)\n";
   return o.str();
 }
 

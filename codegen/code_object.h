@@ -18,7 +18,7 @@ struct AmdKernelInfo {
   uint64_t kd_offset = 0;     // in the image
   uint64_t entry_offset = 0;  // first instruction, in the image
   bool wave32 = false;
-  int vgprs = 0;              // per work-item, from the granulated count
+  int vgprs = 0;  // per work-item, from the granulated count
   int user_sgpr_count = 0;
   std::vector<std::string> user_sgprs;  // what the kernel asks to be preloaded, in order
   uint32_t lds_bytes() const { return kd.group_segment_fixed_size; }
@@ -31,7 +31,7 @@ std::string describe(const AmdKernelInfo& k);
 
 struct CubinInfo {
   std::string name;
-  uint64_t text_offset = 0, text_size = 0;  // `.text.<name>` in the image
+  uint64_t text_offset = 0, text_size = 0;    // `.text.<name>` in the image
   uint32_t param_offset = 0, param_size = 0;  // kernel parameters in constant bank 0
   uint32_t registers = 0;
   uint32_t shared_bytes = 0;  // static shared memory (.nv.shared.<name>)

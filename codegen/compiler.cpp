@@ -52,7 +52,8 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
   ck->render_ms = ms_since(t0);
 
   ir::Sha256 h;
-  for (const std::string& part : {std::string(kCacheFormat), std::string(backend.name()), ck->source, std::string(t.name), backend.toolchain_key(t, o)}) {
+  for (const std::string& part :
+       {std::string(kCacheFormat), std::string(backend.name()), ck->source, std::string(t.name), backend.toolchain_key(t, o)}) {
     h.update(part);
     h.update(std::string_view("\0", 1));
   }

@@ -20,19 +20,19 @@ namespace ugpu::codegen {
 struct CompileOptions {
   std::string name = "kernel";
   int opt_level = 2;
-  bool cache = true;   // memory and disk
-  bool cubin = true;   // NVIDIA: run ptxas when it is installed
+  bool cache = true;  // memory and disk
+  bool cubin = true;  // NVIDIA: run ptxas when it is installed
 };
 
 struct CompiledKernel {
   const Target* target = nullptr;
   LoweredKernel kernel;
-  std::string source;           // what the backend compiled: LLVM IR for the LLVM backend
-  std::string ptx;              // NVIDIA targets
-  std::vector<uint8_t> binary;  // x86 / AMDGPU: ELF relocatable object; NVIDIA: cubin (empty without ptxas)
-  std::string note;             // why a stage was skipped, e.g. no ptxas
-  std::optional<AmdKernelInfo> amd;   // AMDGPU: the kernel descriptor, read back from the object
-  std::optional<CubinInfo> cubin;     // NVIDIA with ptxas: launch facts read back from the cubin
+  std::string source;                // what the backend compiled: LLVM IR for the LLVM backend
+  std::string ptx;                   // NVIDIA targets
+  std::vector<uint8_t> binary;       // x86 / AMDGPU: ELF relocatable object; NVIDIA: cubin (empty without ptxas)
+  std::string note;                  // why a stage was skipped, e.g. no ptxas
+  std::optional<AmdKernelInfo> amd;  // AMDGPU: the kernel descriptor, read back from the object
+  std::optional<CubinInfo> cubin;    // NVIDIA with ptxas: launch facts read back from the cubin
   bool disk_hit = false;
   double lower_ms = 0, render_ms = 0, backend_ms = 0;
 };

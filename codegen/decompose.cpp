@@ -36,7 +36,10 @@ UOp decompose_one(const Match& m) {
   switch (u.op()) {
     case Op::MULACC: return u.src(0) * u.src(1) + u.src(2);
     case Op::POW: return xpow(u.src(0), u.src(1));
-    case Op::EXP2: case Op::LOG2: case Op::SIN: case Op::SQRT: {
+    case Op::EXP2:
+    case Op::LOG2:
+    case Op::SIN:
+    case Op::SQRT: {
       if (!dt.is_float()) throw Error(std::string(op_name(u.op())) + " of a " + dt.name() + " value: transcendentals take floats");
       if (native(t, u.op(), dt) && (dt.scalar == ScalarType::Float || dt.scalar == ScalarType::Double)) return UOp();
       if (native(t, u.op(), dt)) {  // half/bfloat16 through float32 hardware
@@ -51,10 +54,10 @@ UOp decompose_one(const Match& m) {
 }  // namespace
 
 UOp decompose(const UOp& sink, const Target& target) {
-  static const PatternMatcher pm("decompose", {Rule(UPat({Op::MULACC, Op::POW, Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT}),
-                                                    decompose_one, "decompose"),
-                                               Rule(UPat(OpSet::group(OpGroup::Unary) | OpSet::group(OpGroup::Binary) | OpSet::group(OpGroup::Ternary)),
-                                                    bf16_in_float, "bfloat16 math in float32")});
+  static const PatternMatcher pm(
+      "decompose", {Rule(UPat({Op::MULACC, Op::POW, Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT}), decompose_one, "decompose"),
+                    Rule(UPat(OpSet::group(OpGroup::Unary) | OpSet::group(OpGroup::Binary) | OpSet::group(OpGroup::Ternary)), bf16_in_float,
+                         "bfloat16 math in float32")});
   return graph_rewrite(sink, pm, const_cast<Target*>(&target));
 }
 

@@ -18,9 +18,12 @@ T check(llvm::Expected<T> v, const std::string& what, const std::string& doing) 
 
 Elf open(std::span<const uint8_t> file, const std::string& what) {
   if (file.size() < 64) throw ElfError(what + ": not an ELF file (" + std::to_string(file.size()) + " bytes, too short for a header)");
-  if (std::memcmp(file.data(), "\x7f" "ELF", 4) != 0) throw ElfError(what + ": not an ELF file (bad magic)");
-  if (file[4] != llvm::ELF::ELFCLASS64 || file[5] != llvm::ELF::ELFDATA2LSB)
-    throw ElfError(what + ": only 64-bit little-endian ELF is supported");
+  if (std::memcmp(file.data(),
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    throw ElfError(what + ": not an ELF file (bad magic)");
+  if (file[4] != llvm::ELF::ELFCLASS64 || file[5] != llvm::ELF::ELFDATA2LSB) throw ElfError(what + ": only 64-bit little-endian ELF is supported");
   return check(Elf::create(llvm::StringRef(reinterpret_cast<const char*>(file.data()), file.size())), what, "reading the ELF header");
 }
 
@@ -95,7 +98,8 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
     uint64_t align = std::max<uint64_t>(sh.sh_addralign, 1);
     if (align & (align - 1)) throw ElfError(what + ": section " + s.name + " has alignment " + std::to_string(align) + ", not a power of two");
     if (align > 65536) throw ElfError(what + ": section " + s.name + " asks for an alignment of " + std::to_string(align));
-    if (sh.sh_size > (uint64_t{1} << 30)) throw ElfError(what + ": section " + s.name + " is implausibly large (" + std::to_string(sh.sh_size) + " bytes)");
+    if (sh.sh_size > (uint64_t{1} << 30))
+      throw ElfError(what + ": section " + s.name + " is implausibly large (" + std::to_string(sh.sh_size) + " bytes)");
     uint64_t at = sh.sh_addr ? sh.sh_addr : (img.bytes.size() + align - 1) / align * align;
     if (sh.sh_addr && (sh.sh_addr > (uint64_t{1} << 30) || sh.sh_addr % align))
       throw ElfError(what + ": section " + s.name + " has an unusable address " + std::to_string(sh.sh_addr));
@@ -128,13 +132,15 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
       }
       if (sym.getType() == llvm::ELF::STT_SECTION && shn < placed.size() && placed[shn] >= 0) v = placed[shn];
       symvals.push_back({name, v});
-      if (v >= 0 && !name.empty() && sym.getType() != llvm::ELF::STT_SECTION && sym.getType() != llvm::ELF::STT_FILE) img.symbols[name] = static_cast<uint64_t>(v);
+      if (v >= 0 && !name.empty() && sym.getType() != llvm::ELF::STT_SECTION && sym.getType() != llvm::ELF::STT_FILE)
+        img.symbols[name] = static_cast<uint64_t>(v);
     }
   }
   // Relocations.
   for (const auto& sh : shdrs) {
     if (sh.sh_type != llvm::ELF::SHT_RELA && sh.sh_type != llvm::ELF::SHT_REL) continue;
-    if (sh.sh_info >= placed.size()) throw ElfError(what + ": a relocation section targets section " + std::to_string(sh.sh_info) + ", which does not exist");
+    if (sh.sh_info >= placed.size())
+      throw ElfError(what + ": a relocation section targets section " + std::to_string(sh.sh_info) + ", which does not exist");
     int64_t target = placed[sh.sh_info];
     if (target < 0) continue;  // relocations of debug sections and other non-loaded data
     uint64_t tsize = shdrs[sh.sh_info].sh_size;
@@ -153,12 +159,14 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
           switch (type) {
             case llvm::ELF::R_X86_64_64: return put(img.bytes, at, S + A(8), 8, what);
             case llvm::ELF::R_X86_64_PC64: return put(img.bytes, at, S + A(8) - P, 8, what);
-            case llvm::ELF::R_X86_64_PC32: case llvm::ELF::R_X86_64_PLT32: {
+            case llvm::ELF::R_X86_64_PC32:
+            case llvm::ELF::R_X86_64_PLT32: {
               uint64_t v = S + A(4) - P;
               fits32(v, true, what);
               return put(img.bytes, at, v, 4, what);
             }
-            case llvm::ELF::R_X86_64_32: case llvm::ELF::R_X86_64_32S: {
+            case llvm::ELF::R_X86_64_32:
+            case llvm::ELF::R_X86_64_32S: {
               uint64_t v = S + A(4);
               fits32(v, type == llvm::ELF::R_X86_64_32S, what);
               return put(img.bytes, at, v, 4, what);
@@ -171,9 +179,11 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
             case llvm::ELF::R_AMDGPU_NONE: return;
             case llvm::ELF::R_AMDGPU_ABS64: return put(img.bytes, at, S + A(8), 8, what);
             case llvm::ELF::R_AMDGPU_REL64: return put(img.bytes, at, S + A(8) - P, 8, what);
-            case llvm::ELF::R_AMDGPU_ABS32: case llvm::ELF::R_AMDGPU_ABS32_LO: return put(img.bytes, at, (S + A(4)), 4, what);
+            case llvm::ELF::R_AMDGPU_ABS32:
+            case llvm::ELF::R_AMDGPU_ABS32_LO: return put(img.bytes, at, (S + A(4)), 4, what);
             case llvm::ELF::R_AMDGPU_ABS32_HI: return put(img.bytes, at, (S + A(4)) >> 32, 4, what);
-            case llvm::ELF::R_AMDGPU_REL32: case llvm::ELF::R_AMDGPU_REL32_LO: return put(img.bytes, at, (S + A(4) - P), 4, what);
+            case llvm::ELF::R_AMDGPU_REL32:
+            case llvm::ELF::R_AMDGPU_REL32_LO: return put(img.bytes, at, (S + A(4) - P), 4, what);
             case llvm::ELF::R_AMDGPU_REL32_HI: return put(img.bytes, at, (S + A(4) - P) >> 32, 4, what);
             default: break;
           }
@@ -187,10 +197,12 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
           }
           break;
       }
-      throw ElfError(what + ": unsupported relocation type " + tname + " in section " + check(elf.getSectionName(shdrs[sh.sh_info]), what, "reading a section name").str());
+      throw ElfError(what + ": unsupported relocation type " + tname + " in section " +
+                     check(elf.getSectionName(shdrs[sh.sh_info]), what, "reading a section name").str());
     };
     if (sh.sh_type == llvm::ELF::SHT_RELA) {
-      for (const auto& r : check(elf.relas(sh), what, "reading relocations")) apply(r.r_offset, r.getSymbol(false), r.getType(false), r.r_addend, true);
+      for (const auto& r : check(elf.relas(sh), what, "reading relocations"))
+        apply(r.r_offset, r.getSymbol(false), r.getType(false), r.r_addend, true);
     } else {
       for (const auto& r : check(elf.rels(sh), what, "reading relocations")) apply(r.r_offset, r.getSymbol(false), r.getType(false), 0, false);
     }

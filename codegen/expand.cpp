@@ -15,7 +15,7 @@ namespace ugpu::codegen {
 using namespace ir;
 namespace {
 
-constexpr int64_t kMaxAxis = 64;     // iterations of one unrolled axis
+constexpr int64_t kMaxAxis = 64;      // iterations of one unrolled axis
 constexpr int64_t kMaxCopies = 1024;  // copies of one body over all its unrolled axes
 
 bool unrolled(const UOp& r) {
@@ -55,7 +55,8 @@ std::optional<Split> split_ranges(const UOp& u) {
   }
   if (!s.first) return std::nullopt;
   if (copies > kMaxCopies)
-    throw Error("unrolling makes " + std::to_string(copies) + " copies of one body (at most " + std::to_string(kMaxCopies) + "): " + to_inline(u, 100));
+    throw Error("unrolling makes " + std::to_string(copies) + " copies of one body (at most " + std::to_string(kMaxCopies) +
+                "): " + to_inline(u, 100));
   return s;
 }
 
@@ -101,10 +102,13 @@ UOp expand_reduce(const UOp& red) {
 }
 
 const PatternMatcher& expand_rules() {
-  static const PatternMatcher pm("expand", {
-      Rule(UPat(Op::END), [](const Match& m) { return expand_end(m.node()); }, "unroll an END's body"),
-      Rule(UPat(Op::REDUCE), [](const Match& m) { return expand_reduce(m.node()); }, "unroll a REDUCE's value"),
-  });
+  static const PatternMatcher pm("expand",
+                                 {
+                                     Rule(
+                                         UPat(Op::END), [](const Match& m) { return expand_end(m.node()); }, "unroll an END's body"),
+                                     Rule(
+                                         UPat(Op::REDUCE), [](const Match& m) { return expand_reduce(m.node()); }, "unroll a REDUCE's value"),
+                                 });
   return pm;
 }
 

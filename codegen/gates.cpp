@@ -20,19 +20,27 @@ UOp index_gate(const UOp& idx) {
 }
 
 const PatternMatcher& gate_rules() {
-  static const PatternMatcher pm("gates", {
-      Rule(UPat(Op::INDEX), [](const Match& m) { return index_gate(m.node()); }, "gate from WHERE(c, i, INVALID)"),
-      Rule(UPat(Op::INDEX), [](const Match& m) {
-             const UOp& u = m.node();
-             if (!gated(u) || !u.src(2).is_const()) return UOp();
-             return u.src(2).const_int() ? UOp::make(Op::INDEX, u.dtype(), {u.src(0), u.src(1)}) : UOp();
-           }, "always-true gate"),
-      Rule(UPat(Op::LOAD), [](const Match& m) {
-             const UOp& u = m.node();
-             if (u.src().size() != 1 || !gated(u.src(0))) return UOp();
-             return UOp::make(Op::LOAD, u.dtype(), {u.src(0), UOp::const_like(u, 0)});
-           }, "masked load gives 0"),
-  });
+  static const PatternMatcher pm("gates",
+                                 {
+                                     Rule(
+                                         UPat(Op::INDEX), [](const Match& m) { return index_gate(m.node()); }, "gate from WHERE(c, i, INVALID)"),
+                                     Rule(
+                                         UPat(Op::INDEX),
+                                         [](const Match& m) {
+                                           const UOp& u = m.node();
+                                           if (!gated(u) || !u.src(2).is_const()) return UOp();
+                                           return u.src(2).const_int() ? UOp::make(Op::INDEX, u.dtype(), {u.src(0), u.src(1)}) : UOp();
+                                         },
+                                         "always-true gate"),
+                                     Rule(
+                                         UPat(Op::LOAD),
+                                         [](const Match& m) {
+                                           const UOp& u = m.node();
+                                           if (u.src().size() != 1 || !gated(u.src(0))) return UOp();
+                                           return UOp::make(Op::LOAD, u.dtype(), {u.src(0), UOp::const_like(u, 0)});
+                                         },
+                                         "masked load gives 0"),
+                                 });
   return pm;
 }
 

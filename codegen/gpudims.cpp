@@ -52,13 +52,13 @@ UOp product(const std::vector<GlobalAxis>& axes) {
 // Drops from each END the ranges that became ids; an END with none left is its value.
 const PatternMatcher& end_fixup() {
   static const PatternMatcher pm("gpudims-end", {Rule(UPat(Op::END), [](const Match& m) {
-    const UOp& e = m.node();
-    std::vector<UOp> keep{e.src(0)};
-    for (size_t i = 1; i < e.src().size(); ++i)
-      if (e.src(i).op() == Op::RANGE) keep.push_back(e.src(i));
-    if (keep.size() == e.src().size()) return UOp();
-    return keep.size() == 1 ? keep[0] : UOp::make(Op::END, dtypes::void_, keep);
-  })});
+                                   const UOp& e = m.node();
+                                   std::vector<UOp> keep{e.src(0)};
+                                   for (size_t i = 1; i < e.src().size(); ++i)
+                                     if (e.src(i).op() == Op::RANGE) keep.push_back(e.src(i));
+                                   if (keep.size() == e.src().size()) return UOp();
+                                   return keep.size() == 1 ? keep[0] : UOp::make(Op::END, dtypes::void_, keep);
+                                 })});
   return pm;
 }
 
@@ -70,14 +70,14 @@ struct HostSplit {
 };
 const PatternMatcher& end_to_piece() {
   static const PatternMatcher pm("host-split-end", {Rule(UPat(Op::END), [](const Match& m) {
-    const UOp& e = m.node();
-    const HostSplit& h = m.ctx<HostSplit>();
-    std::vector<UOp> src(e.src().begin(), e.src().end());
-    bool changed = false;
-    for (size_t i = 1; i < src.size(); ++i)
-      if (src[i] == h.value) src[i] = h.range, changed = true;
-    return changed ? UOp::make(Op::END, e.dtype(), src) : UOp();
-  })});
+                                   const UOp& e = m.node();
+                                   const HostSplit& h = m.ctx<HostSplit>();
+                                   std::vector<UOp> src(e.src().begin(), e.src().end());
+                                   bool changed = false;
+                                   for (size_t i = 1; i < src.size(); ++i)
+                                     if (src[i] == h.value) src[i] = h.range, changed = true;
+                                   return changed ? UOp::make(Op::END, e.dtype(), src) : UOp();
+                                 })});
   return pm;
 }
 
@@ -123,8 +123,10 @@ class WorkgroupPhases {
     Scopes sc(s);
     for (const UOp& u : s.toposort())
       if (u.op() == Op::BARRIER && !local_ranges(sc, sc.of(u)).empty())
-        throw Error("on " + std::string(t.name) + " a workgroup's work-items run one after another, so BARRIER(x) needs x to be an END "
-                    "closing the LOCAL ranges (the loop over the work-items before the barrier): " + to_inline(u, 120));
+        throw Error("on " + std::string(t.name) +
+                    " a workgroup's work-items run one after another, so BARRIER(x) needs x to be an END "
+                    "closing the LOCAL ranges (the loop over the work-items before the barrier): " +
+                    to_inline(u, 120));
     return s;
   }
 
@@ -136,9 +138,11 @@ class WorkgroupPhases {
     // inputs did not change in between: a load from memory the kernel stores to could see another
     // work-item's (or its own) store, and a store would happen twice. Such kernels are refused.
     if (phase > barriers_.at(u.get()) && touches_stored(u))
-      throw Error("on the host a value computed before a BARRIER and used after it is computed again after it, but this one reads or "
-                  "writes memory the kernel stores to (it would see the stores the barrier orders): load it after the barrier, or pass "
-                  "it through workgroup memory: " + to_inline(u, 120));
+      throw Error(
+          "on the host a value computed before a BARRIER and used after it is computed again after it, but this one reads or "
+          "writes memory the kernel stores to (it would see the stores the barrier orders): load it after the barrier, or pass "
+          "it through workgroup memory: " +
+          to_inline(u, 120));
     UOp out;
     if (u.op() == Op::RANGE && axis_type(u) == AxisType::LOCAL) {
       out = phase == 0 ? u : UOp::range(u.src(0), next_axis_++, AxisType::LOCAL);
@@ -189,8 +193,8 @@ class WorkgroupPhases {
   UOp sink_;
   std::unordered_map<const void*, int> barriers_;  // the most BARRIERs on a path down from a node, itself included
   std::map<std::pair<const void*, int>, UOp> memo_;
-  std::unordered_set<const void*> stored_;           // buffers some STORE writes
-  std::unordered_map<const void*, bool> touches_;   // touches_stored, memoized
+  std::unordered_set<const void*> stored_;         // buffers some STORE writes
+  std::unordered_map<const void*, bool> touches_;  // touches_stored, memoized
   int64_t next_axis_ = 0;
 };
 
@@ -205,7 +209,8 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
     if (u.op() == Op::REDUCE)
       for (size_t i = 1; i < u.src().size(); ++i)
         if (AxisType a = axis_type(u.src(i)); a == AxisType::GLOBAL || a == AxisType::LOCAL)
-          throw Error("REDUCE over a " + std::string(axis_type_name(a)) + " range (work-items reducing together) is not supported; reduce over LOOP or REDUCE ranges: " + to_inline(u, 120));
+          throw Error("REDUCE over a " + std::string(axis_type_name(a)) +
+                      " range (work-items reducing together) is not supported; reduce over LOOP or REDUCE ranges: " + to_inline(u, 120));
     if (u.op() != Op::RANGE) continue;
     if (axis_type(u) == AxisType::GLOBAL) globals.push_back(u);
     if (axis_type(u) == AxisType::LOCAL) locals.push_back(u);
@@ -224,9 +229,8 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
     int64_t n = size.const_int();
     total *= n;
     if (n > t.max_local[i] || total > t.max_local_total)
-      throw Error("the workgroup is too large for " + std::string(t.name) + ": LOCAL axis " + std::to_string(i) + " has " +
-                  std::to_string(n) + " work-items (limit " + std::to_string(t.max_local[i]) + " per axis, " +
-                  std::to_string(t.max_local_total) + " in all)");
+      throw Error("the workgroup is too large for " + std::string(t.name) + ": LOCAL axis " + std::to_string(i) + " has " + std::to_string(n) +
+                  " work-items (limit " + std::to_string(t.max_local[i]) + " per axis, " + std::to_string(t.max_local_total) + " in all)");
     repl[locals[i]] = special("lidx" + std::to_string(i), size);
     local_size[i] = size;
   }
@@ -256,8 +260,8 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
     for (size_t k = 0; k < dims.size(); ++k) {
       UOp size = product(dims[k]);
       if (size.vmax() > t.max_grid[k])
-        throw Error("the grid is too large for " + std::string(t.name) + ": " + std::to_string(size.vmax()) +
-                    " workgroups in dimension " + std::to_string(k) + " (limit " + std::to_string(t.max_grid[k]) + ")");
+        throw Error("the grid is too large for " + std::string(t.name) + ": " + std::to_string(size.vmax()) + " workgroups in dimension " +
+                    std::to_string(k) + " (limit " + std::to_string(t.max_grid[k]) + ")");
       assign(dims[k], special("gidx" + std::to_string(k), size), repl);
       global_size[k] = size;
     }

@@ -22,17 +22,17 @@ inline constexpr int kBufferAlignment = 16;
 struct Param {
   enum class Kind : uint8_t { Buffer, Var };
   Kind kind;
-  int64_t slot = 0;  // buffers: DEFINE_GLOBAL's slot
-  ir::DType dtype;   // buffers: the element pointer type; variables: int32 or int64 after lowering
-  std::string name;  // variables: their name; buffers: "data<slot>"
-  int64_t min = 0, max = 0;  // variables: bounds the caller promises
+  int64_t slot = 0;                    // buffers: DEFINE_GLOBAL's slot
+  ir::DType dtype;                     // buffers: the element pointer type; variables: int32 or int64 after lowering
+  std::string name;                    // variables: their name; buffers: "data<slot>"
+  int64_t min = 0, max = 0;            // variables: bounds the caller promises
   bool read = false, written = false;  // buffers: whether the kernel loads from / stores to it
-  ir::UOp node;      // the DEFINE_GLOBAL / DEFINE_VAR in the lowered graph
+  ir::UOp node;                        // the DEFINE_GLOBAL / DEFINE_VAR in the lowered graph
 };
 
 struct LoweredKernel {
   std::string name;
-  std::vector<ir::UOp> linear;   // the instruction list; a loop is RANGE ... END(range)
+  std::vector<ir::UOp> linear;  // the instruction list; a loop is RANGE ... END(range)
   std::vector<Param> params;
   // Launch geometry (GPU targets): workgroups per grid dimension and work-items per workgroup, as
   // expressions of the variables (constants when the kernel has none). All 1 on x86.

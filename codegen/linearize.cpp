@@ -70,9 +70,8 @@ class Linearizer {
         if ((co[r] >> b & 1) && rank_[b] < rank_[r]) outer |= uint64_t{1} << b;
       if (uint64_t missing = outer & ~chain_[r]) {
         int m = std::countr_zero(missing);
-        throw Error("loops do not nest: " + to_inline(sc_.ranges()[r], 60) + " is used together with " +
-                    to_inline(sc_.ranges()[m], 60) + " and with " + to_inline(sc_.ranges()[p], 60) +
-                    ", which are not nested in each other");
+        throw Error("loops do not nest: " + to_inline(sc_.ranges()[r], 60) + " is used together with " + to_inline(sc_.ranges()[m], 60) +
+                    " and with " + to_inline(sc_.ranges()[p], 60) + ", which are not nested in each other");
       }
     }
     members_.assign(n_ranges + 1, {});
@@ -83,8 +82,7 @@ class Linearizer {
       int place = root_;
       for (int b = 0; b < n_ranges; ++b)
         if ((s >> b & 1) && (place == root_ || rank_[b] > rank_[place])) place = b;
-      if (place != root_ && (s & ~chain_[place]))
-        throw Error("internal: a node's loops are not on one chain: " + to_inline(u, 120));
+      if (place != root_ && (s & ~chain_[place])) throw Error("internal: a node's loops are not on one chain: " + to_inline(u, 120));
       place_[u.get()] = place;
       if (!(u.op() == Op::RANGE && place != root_ && sc_.ranges()[place] == u)) members_[place].push_back(u);
     }

@@ -22,14 +22,14 @@ void check_supported(const UOp& sink) {
   for (const UOp& u : sink.toposort()) {
     OpGroup g = op_info(u.op()).group;
     if (g == OpGroup::Movement || u.op() == Op::REDUCE_AXIS)
-      throw Error(std::string(op_name(u.op())) + " is a tensor-level op; kernels index buffers with INDEX and reduce over RANGEs with REDUCE: " + to_inline(u, 100));
+      throw Error(std::string(op_name(u.op())) +
+                  " is a tensor-level op; kernels index buffers with INDEX and reduce over RANGEs with REDUCE: " + to_inline(u, 100));
     if (u.op() == Op::VECTORIZE || u.op() == Op::GEP || u.dtype().count != 1)
-      throw Error("kernels are written with scalar values (" + u.dtype().name() + "); codegen makes vector accesses itself from UPCAST axes: " + to_inline(u, 100));
-    if (u.op() == Op::IF || u.op() == Op::ENDIF)
-      throw Error("IF/ENDIF are not part of kernel input: put the condition in the INDEX as a gate");
+      throw Error("kernels are written with scalar values (" + u.dtype().name() +
+                  "); codegen makes vector accesses itself from UPCAST axes: " + to_inline(u, 100));
+    if (u.op() == Op::IF || u.op() == Op::ENDIF) throw Error("IF/ENDIF are not part of kernel input: put the condition in the INDEX as a gate");
     ScalarType s = u.dtype().scalar;
-    if (s == ScalarType::FP8E4M3 || s == ScalarType::FP8E5M2)
-      throw Error("fp8 values are not supported by codegen yet: " + to_inline(u, 100));
+    if (s == ScalarType::FP8E4M3 || s == ScalarType::FP8E5M2) throw Error("fp8 values are not supported by codegen yet: " + to_inline(u, 100));
   }
 }
 
@@ -104,8 +104,8 @@ LoweredKernel lower(const UOp& kernel, const Target& t, const std::string& name)
       k.shared_bytes += (bytes + 15) / 16 * 16;
     }
   if (t.gpu() && k.shared_bytes > t.max_shared_bytes)
-    throw Error("the kernel needs " + std::to_string(k.shared_bytes) + " bytes of workgroup memory; " + std::string(t.name) +
-                " has " + std::to_string(t.max_shared_bytes));
+    throw Error("the kernel needs " + std::to_string(k.shared_bytes) + " bytes of workgroup memory; " + std::string(t.name) + " has " +
+                std::to_string(t.max_shared_bytes));
   return k;
 }
 
@@ -117,7 +117,8 @@ LaunchDims launch_dims(const LoweredKernel& k, const std::vector<int64_t>& var_v
       if (vi >= var_values.size()) throw Error("kernel " + k.name + " needs a value for variable '" + p.name + "'");
       int64_t v = var_values[vi++];
       if (v < p.min || v > p.max)
-        throw Error("variable '" + p.name + "' = " + std::to_string(v) + " is outside its declared bounds [" + std::to_string(p.min) + ", " + std::to_string(p.max) + "]");
+        throw Error("variable '" + p.name + "' = " + std::to_string(v) + " is outside its declared bounds [" + std::to_string(p.min) + ", " +
+                    std::to_string(p.max) + "]");
       by_name[p.name] = v;
     }
   LaunchDims d;

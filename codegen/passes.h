@@ -25,8 +25,7 @@ ir::UOp expand(const ir::UOp& sink);
 // On x86 the outermost GLOBAL range is cut into contiguous pieces, one per call (`part` of `parts`,
 // the function's own arguments, for worker threads), every other range stays a loop, and a BARRIER
 // splits the loop over a workgroup's work-items in two (each workgroup's work-items run in turn).
-ir::UOp add_gpudims(const ir::UOp& sink, const Target& target, std::array<ir::UOp, 3>& global_size,
-                    std::array<ir::UOp, 3>& local_size);
+ir::UOp add_gpudims(const ir::UOp& sink, const Target& target, std::array<ir::UOp, 3>& global_size, std::array<ir::UOp, 3>& local_size);
 
 // vectorize.cpp: loads of consecutive elements of one buffer (same gate, base + 0, 1, ...), and such
 // stores within one GROUP, become one access of up to 16 bytes where the index proves the alignment.

@@ -12,13 +12,11 @@ using ir::UOp;
 Scopes::Scopes(const UOp& root) {
   for (const UOp& u : root.toposort())
     if (u.op() == Op::RANGE) ranges_.push_back(u);
-  std::sort(ranges_.begin(), ranges_.end(), [](const UOp& a, const UOp& b) {
-    return a.arg_as<ir::RangeArg>().axis < b.arg_as<ir::RangeArg>().axis;
-  });
+  std::sort(ranges_.begin(), ranges_.end(), [](const UOp& a, const UOp& b) { return a.arg_as<ir::RangeArg>().axis < b.arg_as<ir::RangeArg>().axis; });
   for (size_t i = 0; i + 1 < ranges_.size(); ++i)
     if (ranges_[i].arg_as<ir::RangeArg>().axis == ranges_[i + 1].arg_as<ir::RangeArg>().axis)
-      throw Error("two different RANGEs use axis " + std::to_string(ranges_[i].arg_as<ir::RangeArg>().axis) + ": " +
-                  ir::to_inline(ranges_[i], 80) + " and " + ir::to_inline(ranges_[i + 1], 80) + "; give each loop its own axis id");
+      throw Error("two different RANGEs use axis " + std::to_string(ranges_[i].arg_as<ir::RangeArg>().axis) + ": " + ir::to_inline(ranges_[i], 80) +
+                  " and " + ir::to_inline(ranges_[i + 1], 80) + "; give each loop its own axis id");
   if (ranges_.size() > 64) throw Error("the kernel has " + std::to_string(ranges_.size()) + " loops; at most 64 are supported");
   for (size_t i = 0; i < ranges_.size(); ++i) bit_[ranges_[i].get()] = static_cast<int>(i);
 }

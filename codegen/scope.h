@@ -17,7 +17,7 @@ class Scopes {
   explicit Scopes(const ir::UOp& root);
   uint64_t of(const ir::UOp& u);  // open ranges at u, memoized; works for nodes made later too
   const std::vector<ir::UOp>& ranges() const { return ranges_; }
-  int bit(const ir::UOp& range) const;  // throws Error for a RANGE not under the root
+  int bit(const ir::UOp& range) const;             // throws Error for a RANGE not under the root
   std::vector<ir::UOp> list(uint64_t bits) const;  // the RANGEs of a set, outermost axis first
 
  private:

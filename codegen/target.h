@@ -26,7 +26,7 @@ struct Target {
   int64_t max_shared_bytes;
   int64_t default_local;  // work-items per workgroup when a kernel names none
   int wave_size;
-  ir::OpSet native_f32;   // transcendental ops with a hardware instruction for float32 (EXP2, LOG2, SQRT)
+  ir::OpSet native_f32;  // transcendental ops with a hardware instruction for float32 (EXP2, LOG2, SQRT)
   ir::OpSet native_f64;
 
   bool gpu() const { return arch != Arch::X86; }

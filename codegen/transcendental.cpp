@@ -103,7 +103,7 @@ Reduced payne_hanek(const UOp& x, int max_exp) {
   // The 64-bit words of G: 2/pi's words k.. shifted left by sh, where 64k + sh = e - 2.
   UOp start = e - i64(2), k = shr(start, 6), sh = (start & i64(63)).cast(U);
   int64_t k_max = (max_exp - 52 + 1 - 2) >> 6;  // the largest k an infinite input (e = max_exp - 51) gives
-  auto word = [&](int j) {  // kTwoOverPi[k + j], 0 outside the table
+  auto word = [&](int j) {                      // kTwoOverPi[k + j], 0 outside the table
     UOp w = u64(0);
     for (int64_t v = -1; v <= k_max; ++v)
       if (v + j >= 0 && v + j < static_cast<int64_t>(std::size(kTwoOverPi))) w = sel(k.eq(i64(v)), u64(kTwoOverPi[v + j]), w);
@@ -192,7 +192,8 @@ UOp transcendental(Op op, const UOp& x) {
 
 UOp xpow(const UOp& base, const UOp& exponent) {
   DType t = base.dtype();
-  if (!t.is_float() || exponent.dtype() != t) throw Error("POW needs two floats of one dtype: " + to_inline(UOp::alu(Op::POW, {base, exponent}), 100));
+  if (!t.is_float() || exponent.dtype() != t)
+    throw Error("POW needs two floats of one dtype: " + to_inline(UOp::alu(Op::POW, {base, exponent}), 100));
   bool full = wide(t);
   UOp x = base.cast(F), y = exponent.cast(F);
   UOp ax = sel(lt(x, f(0)), -x, x);

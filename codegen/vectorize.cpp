@@ -29,7 +29,7 @@ struct Key {
   bool operator<(const Key& o) const { return std::tie(buf, gate, base) < std::tie(o.buf, o.gate, o.base); }
 };
 struct Access {
-  UOp node;     // the LOAD or STORE
+  UOp node;  // the LOAD or STORE
   int64_t offset;
 };
 struct Bucket {
@@ -140,9 +140,11 @@ UOp combine_stores(const UOp& group) {
 }
 
 const PatternMatcher& store_rules() {
-  static const PatternMatcher pm("vector stores", {
-      Rule(UPat(Op::GROUP), [](const Match& m) { return combine_stores(m.node()); }, "combine a GROUP's stores"),
-  });
+  static const PatternMatcher pm("vector stores",
+                                 {
+                                     Rule(
+                                         UPat(Op::GROUP), [](const Match& m) { return combine_stores(m.node()); }, "combine a GROUP's stores"),
+                                 });
   return pm;
 }
 

@@ -48,8 +48,9 @@ const std::vector<Driver>& drivers() {
        open_emu_amd},
       {{"amd:kfd", "an AMD GPU through the amdgpu kernel driver (/dev/kfd): PM4 compute and SDMA copy queues, no ROCm", true}, open_amd_kfd},
       {{"amd", "the first AMD GPU: amd:kfd (the only AMD path built so far)", true}, open_amd_kfd},
-      {{"emu:nv", "an emulated NVIDIA H100 (sm_90, Hopper classes) behind an emulated nvidia.ko RM and UVM: the NVIDIA driver end to end, "
-                  "kernels run as PTX, no GPU needed"},
+      {{"emu:nv",
+        "an emulated NVIDIA H100 (sm_90, Hopper classes) behind an emulated nvidia.ko RM and UVM: the NVIDIA driver end to end, "
+        "kernels run as PTX, no GPU needed"},
        open_emu_nv},
       {{"nv", "an NVIDIA GPU through nvidia.ko (RM and UVM ioctls): GPFIFO channels, QMD launches, copy engine; no CUDA", true}, open_nv},
   };

@@ -44,8 +44,8 @@ class GpuMemory : public Memory {
     std::shared_ptr<Pages> pages;
     bool writable = true, executable = true;
   };
-  bool map(Mapping m);   // false: empty, past the pages' end, or overlapping another mapping
-  bool unmap(uint64_t va);  // the mapping that starts at va; false when there is none
+  bool map(Mapping m);                                 // false: empty, past the pages' end, or overlapping another mapping
+  bool unmap(uint64_t va);                             // the mapping that starts at va; false when there is none
   size_t unmap_range(uint64_t base, uint64_t length);  // every mapping that starts inside; how many
   size_t mappings() const;
 

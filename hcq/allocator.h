@@ -41,15 +41,15 @@ class RangeAllocator {
   void insert_free(int b);
   void remove_free(int b);
   int find_fit(uint64_t size) const;  // a free block of at least `size`, or -1
-  void split(int b, uint64_t at);      // [addr, at) stays b, [at, end) becomes a new free block
+  void split(int b, uint64_t at);     // [addr, at) stays b, [at, end) becomes a new free block
 
   uint64_t base_, size_, granule_, free_bytes_ = 0;
   std::vector<Block> blocks_;
-  std::vector<int> unused_;                        // recycled entries of blocks_
-  std::vector<uint32_t> second_bitmap_;            // per first level: which second levels are non-empty
+  std::vector<int> unused_;              // recycled entries of blocks_
+  std::vector<uint32_t> second_bitmap_;  // per first level: which second levels are non-empty
   uint64_t first_bitmap_ = 0;
-  std::vector<std::array<int, kSecond>> heads_;    // free list heads
-  std::map<uint64_t, int> used_;                   // address -> block of live allocations
+  std::vector<std::array<int, kSecond>> heads_;  // free list heads
+  std::map<uint64_t, int> used_;                 // address -> block of live allocations
 };
 
 // A block of argument memory: `host` and `va` are the same bytes seen by the host and the device.
@@ -72,8 +72,8 @@ struct KernargStats {
 class KernargRing {
  public:
   struct Hooks {
-    std::function<bool(uint64_t)> consumed;  // whether the device has consumed a ring position
-    std::function<void(uint64_t)> wait;     // waits until that position is consumed
+    std::function<bool(uint64_t)> consumed;    // whether the device has consumed a ring position
+    std::function<void(uint64_t)> wait;        // waits until that position is consumed
     std::function<Kernargs(size_t)> overflow;  // memory outside the ring
   };
   KernargRing(uint64_t* host, uint64_t va, size_t bytes, Hooks hooks);

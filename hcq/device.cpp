@@ -86,8 +86,8 @@ void Device::wait(const Signal& s, uint64_t value, const std::string& what, std:
     uint64_t now_v = s.value();
     if (now_v != seen) seen = now_v, deadline = clock::now() + limit;  // progress restarts the clock
     if (clock::now() >= deadline) {
-      std::string msg = "device " + name_ + ": " + what + ": signal " + hex(s.address()) + " did not reach " + std::to_string(value) +
-                        " within " + std::to_string(limit.count()) + " ms (it is at " + std::to_string(s.value()) +
+      std::string msg = "device " + name_ + ": " + what + ": signal " + hex(s.address()) + " did not reach " + std::to_string(value) + " within " +
+                        std::to_string(limit.count()) + " ms (it is at " + std::to_string(s.value()) +
                         "); the device is marked failed. A longer wait: UGPU_WAIT_TIMEOUT_MS";
       fail("timeout: " + what);
       throw Timeout(msg);
@@ -104,8 +104,8 @@ void Device::wait_consumed(uint64_t position) {
     if (spin < 256) continue;
     if (std::chrono::steady_clock::now() > deadline) {
       fail("timeout waiting for a submission to finish");
-      throw Timeout(name_ + ": a submission did not finish within " + std::to_string(default_timeout().count()) + " ms (" +
-                    work_in_flight() + "); the device is marked failed");
+      throw Timeout(name_ + ": a submission did not finish within " + std::to_string(default_timeout().count()) + " ms (" + work_in_flight() +
+                    "); the device is marked failed");
     }
     sleep_for_progress(std::chrono::milliseconds(1));
   }

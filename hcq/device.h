@@ -4,8 +4,8 @@
 #pragma once
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -56,9 +56,9 @@ class Program : public std::enable_shared_from_this<Program> {
 };
 
 struct MemoryStats {
-  size_t chunks = 0, chunk_bytes = 0;  // driver mappings the heap carves
-  size_t heap_used = 0;                // bytes of heap blocks in use
-  size_t cached = 0, cached_bytes = 0; // freed large buffers kept for reuse
+  size_t chunks = 0, chunk_bytes = 0;   // driver mappings the heap carves
+  size_t heap_used = 0;                 // bytes of heap blocks in use
+  size_t cached = 0, cached_bytes = 0;  // freed large buffers kept for reuse
   uint64_t cache_hits = 0, driver_allocs = 0;
 };
 

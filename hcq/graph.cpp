@@ -6,9 +6,7 @@ namespace ugpu::hcq {
 
 Graph::~Graph() = default;
 
-int Graph::device_index(Device* d) const {
-  return static_cast<int>(std::find(devices_.begin(), devices_.end(), d) - devices_.begin());
-}
+int Graph::device_index(Device* d) const { return static_cast<int>(std::find(devices_.begin(), devices_.end(), d) - devices_.begin()); }
 
 int Graph::add(Node n, After after) {
   if (built_) throw Error("graph: nodes cannot be added after the first replay");
@@ -26,7 +24,8 @@ int Graph::add(Node n, After after) {
 int Graph::exec(Device& dev, std::shared_ptr<const Program> p, std::vector<Val> args, After after) {
   if (!p) throw Error("graph: exec of a null program");
   if (args.size() != static_cast<size_t>(p->buffers + p->vars))
-    throw Error("graph: kernel " + p->name + " takes " + std::to_string(p->buffers + p->vars) + " arguments; " + std::to_string(args.size()) + " given");
+    throw Error("graph: kernel " + p->name + " takes " + std::to_string(p->buffers + p->vars) + " arguments; " + std::to_string(args.size()) +
+                " given");
   Node n;
   n.dev = &dev, n.prog = std::move(p), n.args = std::move(args);
   return add(std::move(n), std::move(after));
@@ -82,7 +81,8 @@ void Graph::build() {
     // the timeline.
     if (std::find_if(queues_.begin(), queues_.end(), [&](const Queue& o) { return o.dev == q.dev; }) - queues_.begin() == static_cast<long>(qi)) {
       for (size_t oi = qi + 1; oi < queues_.size(); ++oi)
-        if (queues_[oi].dev == q.dev) q.hw->wait(*queues_[oi].progress, progress(static_cast<int>(oi), static_cast<int>(queues_[oi].nodes.size()) - 1));
+        if (queues_[oi].dev == q.dev)
+          q.hw->wait(*queues_[oi].progress, progress(static_cast<int>(oi), static_cast<int>(queues_[oi].nodes.size()) - 1));
       q.hw->memory_barrier().signal_at(Val::variable(d), Val::variable(d + 2));
     }
     q.hw->bind();

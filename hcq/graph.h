@@ -35,7 +35,7 @@ class Graph {
   void wait();                                       // the last run has finished on every device
   size_t nodes() const { return nodes_.size(); }
   size_t queues() const { return queues_.size(); }
-  int variables() const { return user_vars_; }  // replay() takes at least this many values
+  int variables() const { return user_vars_; }           // replay() takes at least this many values
   void set_replays_for_test(uint64_t n) { epoch_ = n; }  // as if n replays had run (progress near 2^31)
 
  private:

@@ -54,8 +54,8 @@ std::string Profiler::chrome_trace() const {
       emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + p + ",\"tid\":0,\"args\":{\"name\":\"compute\"}}");
       emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + p + ",\"tid\":1,\"args\":{\"name\":\"copy\"}}");
     }
-    emit("{\"ph\":\"X\",\"name\":" + json_string(e.name) + ",\"cat\":\"" + (e.copy ? "copy" : "kernel") + "\",\"pid\":" + p +
-         ",\"tid\":" + (e.copy ? "1" : "0") + ",\"ts\":" + micros(e.start_ns - origin) + ",\"dur\":" + micros(std::max<int64_t>(e.end_ns - e.start_ns, 0)) + "}");
+    emit("{\"ph\":\"X\",\"name\":" + json_string(e.name) + ",\"cat\":\"" + (e.copy ? "copy" : "kernel") + "\",\"pid\":" + p + ",\"tid\":" +
+         (e.copy ? "1" : "0") + ",\"ts\":" + micros(e.start_ns - origin) + ",\"dur\":" + micros(std::max<int64_t>(e.end_ns - e.start_ns, 0)) + "}");
   }
   return out + "\n]}\n";
 }

@@ -12,15 +12,15 @@ namespace ugpu::hcq {
 
 struct ProfileEvent {
   std::string device, name;
-  bool copy = false;            // a copy-engine event (else a kernel)
+  bool copy = false;                 // a copy-engine event (else a kernel)
   int64_t start_ns = 0, end_ns = 0;  // host steady_clock nanoseconds
 };
 
 class Profiler {
  public:
   void add(ProfileEvent e);
-  std::vector<ProfileEvent> events() const;  // in the order they were collected
-  std::string chrome_trace() const;          // the JSON text
+  std::vector<ProfileEvent> events() const;   // in the order they were collected
+  std::string chrome_trace() const;           // the JSON text
   void write(const std::string& path) const;  // throws Error when the file cannot be written
 
  private:

@@ -57,8 +57,8 @@ void HWQueue::record_exec(const Program& p, std::span<const Val> args, bool time
   if (bound_) throw Error("a bound queue cannot record more commands");
   size_t want = static_cast<size_t>(p.buffers + p.vars);
   if (args.size() != want)
-    throw Error("kernel " + p.name + " takes " + std::to_string(p.buffers) + " buffers and " + std::to_string(p.vars) +
-                " variables; " + std::to_string(args.size()) + " arguments given");
+    throw Error("kernel " + p.name + " takes " + std::to_string(p.buffers) + " buffers and " + std::to_string(p.vars) + " variables; " +
+                std::to_string(args.size()) + " arguments given");
   std::shared_ptr<const Program> keep = p.weak_from_this().lock();
   if (!keep) throw Error("kernel " + p.name + ": a queue runs only programs held by a shared_ptr (as Device::load returns them)");
   const bool packed = !p.arg_layout.empty();

@@ -8,8 +8,8 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "hcq/allocator.h"
@@ -22,7 +22,7 @@ class Program;
 
 struct Val {
   uint64_t constant = 0;
-  int var = -1;  // >= 0: the value is vars[var] + constant
+  int var = -1;                         // >= 0: the value is vars[var] + constant
   Val(uint64_t c = 0) : constant(c) {}  // NOLINT: constants convert
   static Val variable(int id, uint64_t plus = 0) {
     Val v(plus);
@@ -52,7 +52,7 @@ class HWQueue {
   // signal per submit (a graph follows the device timeline across rollovers this way).
   HWQueue& wait_at(Val signal_address, Val value);
   HWQueue& signal_at(Val signal_address, Val value);
-  HWQueue& memory_barrier();                    // earlier writes visible to later commands and the host
+  HWQueue& memory_barrier();  // earlier writes visible to later commands and the host
   // Runs `p` with its arguments (buffer addresses, then variable values, in Program::params order).
   // The queue keeps `p` alive (it must be held by a shared_ptr).
   HWQueue& exec(const Program& p, std::span<const Val> args);
@@ -100,7 +100,7 @@ class HWQueue {
   Device& dev_;
   std::vector<uint32_t> cmds_;
   std::vector<Patch> patches_;
-  std::vector<Kernargs> kernargs_;                      // from the device's kernarg ring
+  std::vector<Kernargs> kernargs_;                        // from the device's kernarg ring
   std::vector<std::shared_ptr<const Program>> programs_;  // kept alive while this queue may run them
   std::vector<TimedCommand> timed_;
   std::shared_ptr<void> bound_mem_;

@@ -30,8 +30,7 @@ class SignalPool;
 // One slot, returned to its pool when the last owner lets go.
 class Signal {
  public:
-  Signal(SignalSlot* slot, std::shared_ptr<SignalPool> pool, int64_t device_delta = 0)
-      : slot_(slot), pool_(std::move(pool)), delta_(device_delta) {}
+  Signal(SignalSlot* slot, std::shared_ptr<SignalPool> pool, int64_t device_delta = 0) : slot_(slot), pool_(std::move(pool)), delta_(device_delta) {}
   ~Signal();
   Signal(const Signal&) = delete;
   Signal& operator=(const Signal&) = delete;

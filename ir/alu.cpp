@@ -54,7 +54,10 @@ std::optional<int64_t> int_binary(Op op, DType t, int64_t a, int64_t b) {
     case Op::SHR:
       if (b < 0 || ub >= static_cast<u64>(width)) return std::nullopt;
       return uns ? static_cast<int64_t>(ua >> ub) : a >> b;
-    case Op::CDIV: case Op::CMOD: case Op::FLOORDIV: case Op::FLOORMOD: {
+    case Op::CDIV:
+    case Op::CMOD:
+    case Op::FLOORDIV:
+    case Op::FLOORMOD: {
       if (ub == 0) return std::nullopt;
       if (uns) return static_cast<int64_t>((op == Op::CDIV || op == Op::FLOORDIV) ? ua / ub : ua % ub);
       if (a == std::numeric_limits<int64_t>::min() && b == -1) return std::nullopt;
@@ -100,8 +103,7 @@ std::optional<Scalar> convert(Op op, DType to, DType from, const Scalar& v) {
   if (op == Op::BITCAST) {
     if (to.bitsize() != from.bitsize()) return std::nullopt;
     u64 bits;
-    if (const double* d = std::get_if<double>(&v))
-      bits = from.scalar == ScalarType::Double ? std::bit_cast<u64>(*d) : float_to_bits(*d, from);
+    if (const double* d = std::get_if<double>(&v)) bits = from.scalar == ScalarType::Double ? std::bit_cast<u64>(*d) : float_to_bits(*d, from);
     else bits = as_unsigned(std::get<int64_t>(v), from);
     if (to.scalar == ScalarType::Double) return std::bit_cast<double>(bits);
     if (to.is_float()) return float_from_bits(static_cast<uint32_t>(bits), to);
@@ -147,8 +149,8 @@ std::optional<Scalar> exec_alu(Op op, DType dtype, DType src_dtype, std::span<co
   } else if (args.size() == 2) r = wide ? float_op(op, f(0), f(1)) : float_op(op, static_cast<float>(f(0)), static_cast<float>(f(1)));
   else return std::nullopt;
   if (is_comparison(op)) return static_cast<int64_t>(r != 0);
-  if (!is_alu(op) || op == Op::CDIV || op == Op::CMOD || op == Op::FLOORDIV || op == Op::FLOORMOD || op == Op::SHL ||
-      op == Op::SHR || op == Op::AND || op == Op::OR || op == Op::XOR)
+  if (!is_alu(op) || op == Op::CDIV || op == Op::CMOD || op == Op::FLOORDIV || op == Op::FLOORMOD || op == Op::SHL || op == Op::SHR ||
+      op == Op::AND || op == Op::OR || op == Op::XOR)
     return std::nullopt;
   return round_float(r, dtype);
 }

@@ -16,13 +16,10 @@
 namespace ugpu::ir {
 namespace {
 
-
 UOp idx(int64_t v) { return UOp::const_int(dtypes::index, v); }
 
 // x // d (want_div) or x % d, from the split x = d*q + r: q + r // d, or r % d.
-UOp combine(bool want_div, const Linear& q, const UOp& r_div, const UOp& r_mod) {
-  return want_div ? from_linear(q, dtypes::index) + r_div : r_mod;
-}
+UOp combine(bool want_div, const Linear& q, const UOp& r_div, const UOp& r_mod) { return want_div ? from_linear(q, dtypes::index) + r_div : r_mod; }
 
 UOp fold_const_divisor(const UOp& u, const UOp& x, int64_t d) {
   bool want_div = u.op() == Op::FLOORDIV;
@@ -32,8 +29,7 @@ UOp fold_const_divisor(const UOp& u, const UOp& x, int64_t d) {
   if (q0 == floor_div(x.vmax(), d)) return want_div ? idx(q0) : (q0 == 0 ? x : x - idx(q0 * d));
 
   // Nested forms.
-  if (x.op() == Op::FLOORDIV && x.src(1).is_const() && x.src(1).const_int() > 0 && want_div)
-    return x.src(0).floordiv(idx(x.src(1).const_int() * d));
+  if (x.op() == Op::FLOORDIV && x.src(1).is_const() && x.src(1).const_int() > 0 && want_div) return x.src(0).floordiv(idx(x.src(1).const_int() * d));
   if (x.op() == Op::FLOORMOD && x.src(1).is_const() && x.src(1).const_int() > 0 && x.src(1).const_int() % d == 0) {
     if (!want_div) return x.src(0) % idx(d);
     return x.src(0).floordiv(idx(d)) % idx(x.src(1).const_int() / d);

@@ -51,11 +51,10 @@ struct Edge {
   S from, to;
 };
 constexpr Edge kLattice[] = {
-    {S::Bool, S::Int8},      {S::Bool, S::UInt8},       {S::Int8, S::Int16},      {S::Int16, S::Int32},
-    {S::Int32, S::Int64},    {S::Int64, S::FP8E4M3},    {S::Int64, S::FP8E5M2},   {S::UInt8, S::Int16},
-    {S::UInt8, S::UInt16},   {S::UInt16, S::Int32},     {S::UInt16, S::UInt32},   {S::UInt32, S::Int64},
-    {S::UInt32, S::UInt64},  {S::UInt64, S::FP8E4M3},   {S::UInt64, S::FP8E5M2},  {S::FP8E4M3, S::Half},
-    {S::FP8E4M3, S::BFloat16}, {S::FP8E5M2, S::Half},   {S::FP8E5M2, S::BFloat16}, {S::Half, S::Float},
+    {S::Bool, S::Int8},      {S::Bool, S::UInt8},       {S::Int8, S::Int16},    {S::Int16, S::Int32},      {S::Int32, S::Int64},
+    {S::Int64, S::FP8E4M3},  {S::Int64, S::FP8E5M2},    {S::UInt8, S::Int16},   {S::UInt8, S::UInt16},     {S::UInt16, S::Int32},
+    {S::UInt16, S::UInt32},  {S::UInt32, S::Int64},     {S::UInt32, S::UInt64}, {S::UInt64, S::FP8E4M3},   {S::UInt64, S::FP8E5M2},
+    {S::FP8E4M3, S::Half},   {S::FP8E4M3, S::BFloat16}, {S::FP8E5M2, S::Half},  {S::FP8E5M2, S::BFloat16}, {S::Half, S::Float},
     {S::BFloat16, S::Float}, {S::Float, S::Double},
 };
 
@@ -79,7 +78,8 @@ bool DType::is_unsigned() const { return info(scalar).kind == Kind::UInt; }
 
 int64_t DType::min_int() const {
   switch (info(scalar).kind) {
-    case Kind::Bool: case Kind::UInt: return 0;
+    case Kind::Bool:
+    case Kind::UInt: return 0;
     case Kind::SInt: return bitsize() == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bitsize() - 1));
     case Kind::Index: return std::numeric_limits<int64_t>::min();
     default: throw Error("min_int of non-integer dtype " + name());

@@ -12,8 +12,23 @@
 namespace ugpu::ir {
 
 enum class ScalarType : uint8_t {
-  Void, Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
-  FP8E4M3, FP8E5M2, Half, BFloat16, Float, Double, Index,
+  Void,
+  Bool,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  UInt8,
+  UInt16,
+  UInt32,
+  UInt64,
+  FP8E4M3,
+  FP8E5M2,
+  Half,
+  BFloat16,
+  Float,
+  Double,
+  Index,
 };
 inline constexpr int kScalarTypeCount = 17;
 
@@ -22,13 +37,13 @@ enum class AddrSpace : uint8_t { None, Global, Local, Reg };
 
 struct DType {
   ScalarType scalar = ScalarType::Void;
-  uint16_t count = 1;                    // vector lanes (1 = scalar)
+  uint16_t count = 1;                     // vector lanes (1 = scalar)
   AddrSpace addrspace = AddrSpace::None;  // pointer to `count` x `scalar` when not None
 
   constexpr bool operator==(const DType&) const = default;
   constexpr DType vec(uint16_t n) const { return {scalar, n, addrspace}; }
   constexpr DType ptr(AddrSpace as = AddrSpace::Global) const { return {scalar, count, as}; }
-  constexpr DType element() const { return {scalar, 1, AddrSpace::None}; }  // the scalar loaded
+  constexpr DType element() const { return {scalar, 1, AddrSpace::None}; }   // the scalar loaded
   constexpr DType base() const { return {scalar, count, AddrSpace::None}; }  // the value pointed to
   constexpr bool is_ptr() const { return addrspace != AddrSpace::None; }
   constexpr bool is_scalar() const { return count == 1 && !is_ptr(); }
@@ -44,18 +59,16 @@ struct DType {
   bool is_void() const { return scalar == ScalarType::Void; }
   // Integer range of the scalar (bool: [0,1]; index: the int64 range). Not for floats.
   int64_t min_int() const;
-  int64_t max_int() const;  // uint64's max does not fit: it is reported as INT64_MAX
+  int64_t max_int() const;   // uint64's max does not fit: it is reported as INT64_MAX
   std::string name() const;  // "float", "half.vec(4)", "float*" (global), "float[local]*"
 };
 
 namespace dtypes {
 inline constexpr DType void_{ScalarType::Void}, bool_{ScalarType::Bool};
-inline constexpr DType int8{ScalarType::Int8}, int16{ScalarType::Int16}, int32{ScalarType::Int32},
-    int64{ScalarType::Int64};
-inline constexpr DType uint8{ScalarType::UInt8}, uint16{ScalarType::UInt16}, uint32{ScalarType::UInt32},
-    uint64{ScalarType::UInt64};
-inline constexpr DType fp8e4m3{ScalarType::FP8E4M3}, fp8e5m2{ScalarType::FP8E5M2}, half{ScalarType::Half},
-    bfloat16{ScalarType::BFloat16}, float32{ScalarType::Float}, float64{ScalarType::Double};
+inline constexpr DType int8{ScalarType::Int8}, int16{ScalarType::Int16}, int32{ScalarType::Int32}, int64{ScalarType::Int64};
+inline constexpr DType uint8{ScalarType::UInt8}, uint16{ScalarType::UInt16}, uint32{ScalarType::UInt32}, uint64{ScalarType::UInt64};
+inline constexpr DType fp8e4m3{ScalarType::FP8E4M3}, fp8e5m2{ScalarType::FP8E5M2}, half{ScalarType::Half}, bfloat16{ScalarType::BFloat16},
+    float32{ScalarType::Float}, float64{ScalarType::Double};
 inline constexpr DType index{ScalarType::Index};
 inline constexpr DType default_float = float32, default_int = int32;
 }  // namespace dtypes

@@ -27,64 +27,64 @@ enum class ArgKind : uint8_t {
 enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
 
 // X(name, group, flags, arg kind)
-#define UGPU_OPS(X)                                            \
-  X(CONST, Define, 0, Value)                                   \
-  X(INVALID, Define, 0, None)                                  \
-  X(DEFINE_GLOBAL, Define, 0, Int)                             \
-  X(DEFINE_LOCAL, Define, 0, Ints)                             \
-  X(DEFINE_REG, Define, 0, Ints)                               \
-  X(DEFINE_VAR, Define, 0, Var)                                \
-  X(SPECIAL, Define, 0, String)                                \
-  X(RANGE, Control, 0, Range)                                  \
-  X(END, Control, 0, None)                                     \
-  X(IF, Control, 0, None)                                      \
-  X(ENDIF, Control, 0, None)                                   \
-  X(BARRIER, Control, 0, None)                                 \
-  X(SINK, Structure, 0, None)                                  \
-  X(NOOP, Structure, 0, None)                                  \
-  X(GROUP, Structure, 0, None)                                 \
-  X(AFTER, Structure, 0, None)                                 \
-  X(VECTORIZE, Structure, 0, None)                             \
-  X(GEP, Structure, 0, Ints)                                   \
-  X(INDEX, Memory, 0, None)                                    \
-  X(LOAD, Memory, 0, None)                                     \
-  X(STORE, Memory, 0, None)                                    \
-  X(REDUCE, Reduce, 0, ReduceOp)                               \
-  X(REDUCE_AXIS, Reduce, 0, ReduceAxis)                        \
-  X(RESHAPE, Movement, 0, Ints)                                \
-  X(EXPAND, Movement, 0, Ints)                                 \
-  X(PERMUTE, Movement, 0, Ints)                                \
-  X(PAD, Movement, 0, Pairs)                                   \
-  X(SHRINK, Movement, 0, Pairs)                                \
-  X(FLIP, Movement, 0, Ints)                                   \
-  X(CAST, Unary, 0, None)                                      \
-  X(BITCAST, Unary, 0, None)                                   \
-  X(EXP2, Unary, 0, None)                                      \
-  X(LOG2, Unary, 0, None)                                      \
-  X(SIN, Unary, 0, None)                                       \
-  X(SQRT, Unary, 0, None)                                      \
-  X(RECIPROCAL, Unary, 0, None)                                \
-  X(NEG, Unary, 0, None)                                       \
-  X(TRUNC, Unary, 0, None)                                     \
-  X(ADD, Binary, kCommutative | kAssociative, None)            \
-  X(SUB, Binary, 0, None)                                      \
-  X(MUL, Binary, kCommutative | kAssociative, None)            \
-  X(FDIV, Binary, 0, None)                                     \
-  X(CDIV, Binary, 0, None)                                     \
-  X(CMOD, Binary, 0, None)                                     \
-  X(FLOORDIV, Binary, 0, None)                                 \
-  X(FLOORMOD, Binary, 0, None)                                 \
+#define UGPU_OPS(X)                                               \
+  X(CONST, Define, 0, Value)                                      \
+  X(INVALID, Define, 0, None)                                     \
+  X(DEFINE_GLOBAL, Define, 0, Int)                                \
+  X(DEFINE_LOCAL, Define, 0, Ints)                                \
+  X(DEFINE_REG, Define, 0, Ints)                                  \
+  X(DEFINE_VAR, Define, 0, Var)                                   \
+  X(SPECIAL, Define, 0, String)                                   \
+  X(RANGE, Control, 0, Range)                                     \
+  X(END, Control, 0, None)                                        \
+  X(IF, Control, 0, None)                                         \
+  X(ENDIF, Control, 0, None)                                      \
+  X(BARRIER, Control, 0, None)                                    \
+  X(SINK, Structure, 0, None)                                     \
+  X(NOOP, Structure, 0, None)                                     \
+  X(GROUP, Structure, 0, None)                                    \
+  X(AFTER, Structure, 0, None)                                    \
+  X(VECTORIZE, Structure, 0, None)                                \
+  X(GEP, Structure, 0, Ints)                                      \
+  X(INDEX, Memory, 0, None)                                       \
+  X(LOAD, Memory, 0, None)                                        \
+  X(STORE, Memory, 0, None)                                       \
+  X(REDUCE, Reduce, 0, ReduceOp)                                  \
+  X(REDUCE_AXIS, Reduce, 0, ReduceAxis)                           \
+  X(RESHAPE, Movement, 0, Ints)                                   \
+  X(EXPAND, Movement, 0, Ints)                                    \
+  X(PERMUTE, Movement, 0, Ints)                                   \
+  X(PAD, Movement, 0, Pairs)                                      \
+  X(SHRINK, Movement, 0, Pairs)                                   \
+  X(FLIP, Movement, 0, Ints)                                      \
+  X(CAST, Unary, 0, None)                                         \
+  X(BITCAST, Unary, 0, None)                                      \
+  X(EXP2, Unary, 0, None)                                         \
+  X(LOG2, Unary, 0, None)                                         \
+  X(SIN, Unary, 0, None)                                          \
+  X(SQRT, Unary, 0, None)                                         \
+  X(RECIPROCAL, Unary, 0, None)                                   \
+  X(NEG, Unary, 0, None)                                          \
+  X(TRUNC, Unary, 0, None)                                        \
+  X(ADD, Binary, kCommutative | kAssociative, None)               \
+  X(SUB, Binary, 0, None)                                         \
+  X(MUL, Binary, kCommutative | kAssociative, None)               \
+  X(FDIV, Binary, 0, None)                                        \
+  X(CDIV, Binary, 0, None)                                        \
+  X(CMOD, Binary, 0, None)                                        \
+  X(FLOORDIV, Binary, 0, None)                                    \
+  X(FLOORMOD, Binary, 0, None)                                    \
   X(MAX, Binary, kCommutative | kAssociative | kIdempotent, None) \
-  X(SHL, Binary, 0, None)                                      \
-  X(SHR, Binary, 0, None)                                      \
-  X(CMPLT, Binary, 0, None)                                    \
-  X(CMPNE, Binary, kCommutative, None)                         \
-  X(CMPEQ, Binary, kCommutative, None)                         \
-  X(XOR, Binary, kCommutative | kAssociative, None)            \
-  X(OR, Binary, kCommutative | kAssociative | kIdempotent, None) \
+  X(SHL, Binary, 0, None)                                         \
+  X(SHR, Binary, 0, None)                                         \
+  X(CMPLT, Binary, 0, None)                                       \
+  X(CMPNE, Binary, kCommutative, None)                            \
+  X(CMPEQ, Binary, kCommutative, None)                            \
+  X(XOR, Binary, kCommutative | kAssociative, None)               \
+  X(OR, Binary, kCommutative | kAssociative | kIdempotent, None)  \
   X(AND, Binary, kCommutative | kAssociative | kIdempotent, None) \
-  X(POW, Binary, 0, None)                                      \
-  X(WHERE, Ternary, 0, None)                                   \
+  X(POW, Binary, 0, None)                                         \
+  X(WHERE, Ternary, 0, None)                                      \
   X(MULACC, Ternary, 0, None)
 
 enum class Op : uint8_t {
@@ -127,7 +127,11 @@ struct OpSet {
   }
   constexpr bool has(Op o) const { return bits >> static_cast<int>(o) & 1; }
   constexpr bool empty() const { return bits == 0; }
-  constexpr OpSet operator|(OpSet o) const { OpSet r; r.bits = bits | o.bits; return r; }
+  constexpr OpSet operator|(OpSet o) const {
+    OpSet r;
+    r.bits = bits | o.bits;
+    return r;
+  }
   static OpSet group(OpGroup g);
 };
 

@@ -135,8 +135,8 @@ class Rewriter {
       auto it = origin_.find(key(*cur));
       if (it == origin_.end()) break;
       const auto& [from, rule] = it->second;
-      steps.push_back("  " + to_inline(*from, 100) + "\n    --[" + (rule ? *rule : std::string("rebuilt with new sources")) +
-                      "]--> " + to_inline(*cur, 100));
+      steps.push_back("  " + to_inline(*from, 100) + "\n    --[" + (rule ? *rule : std::string("rebuilt with new sources")) + "]--> " +
+                      to_inline(*cur, 100));
       cur = from;
       if (*cur == again) break;
     }
@@ -146,8 +146,8 @@ class Rewriter {
   }
 
   [[noreturn]] void not_converging() {
-    std::string msg = "rewrite did not converge after " + std::to_string(opts_.max_steps) +
-                      " rule applications (a rule keeps making new nodes); last rules:";
+    std::string msg =
+        "rewrite did not converge after " + std::to_string(opts_.max_steps) + " rule applications (a rule keeps making new nodes); last rules:";
     for (size_t i = 0; i < kRecent; ++i) {
       const std::string& r = recent_[(steps_ + i) % kRecent];
       if (!r.empty()) msg += " " + r;
@@ -195,9 +195,7 @@ UOp transform(const UOp& root, Visit pre, Combine combine) {
 
 }  // namespace
 
-UOp graph_rewrite(const UOp& root, const PatternMatcher* pm, const RewriteOptions& opts) {
-  return Rewriter(pm, opts).run(root);
-}
+UOp graph_rewrite(const UOp& root, const PatternMatcher* pm, const RewriteOptions& opts) { return Rewriter(pm, opts).run(root); }
 
 UOp graph_walk(const UOp& root, const PatternMatcher& pm, void* ctx) {
   return transform(

@@ -15,7 +15,9 @@ namespace ugpu::ir {
 namespace {
 
 template <class T>
-int cmp3(const T& a, const T& b) { return a < b ? -1 : b < a ? 1 : 0; }
+int cmp3(const T& a, const T& b) {
+  return a < b ? -1 : b < a ? 1 : 0;
+}
 
 int compare_arg(const Arg& a, const Arg& b) {
   if (a.index() != b.index()) return cmp3(a.index(), b.index());
@@ -26,8 +28,7 @@ int compare_arg(const Arg& a, const Arg& b) {
         if constexpr (std::is_same_v<T, std::monostate>) return 0;
         else if constexpr (std::is_same_v<T, VarArg>)
           return x.name != y.name ? cmp3(x.name, y.name) : x.min != y.min ? cmp3(x.min, y.min) : cmp3(x.max, y.max);
-        else if constexpr (std::is_same_v<T, RangeArg>)
-          return x.axis != y.axis ? cmp3(x.axis, y.axis) : cmp3(x.type, y.type);
+        else if constexpr (std::is_same_v<T, RangeArg>) return x.axis != y.axis ? cmp3(x.axis, y.axis) : cmp3(x.type, y.type);
         else if constexpr (std::is_same_v<T, ReduceAxisArg>) return x.op != y.op ? cmp3(x.op, y.op) : cmp3(x.axes, y.axes);
         else if constexpr (std::is_same_v<T, double>) return arg_equal(a, b) ? 0 : x < y ? -1 : 1;
         else return cmp3(x, y);
@@ -60,7 +61,9 @@ int64_t wadd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uin
 
 bool is_linear_op(const UOp& u) {
   switch (u.op()) {
-    case Op::ADD: case Op::SUB: case Op::NEG: return true;
+    case Op::ADD:
+    case Op::SUB:
+    case Op::NEG: return true;
     case Op::MUL: return u.src(0).is_const() || u.src(1).is_const();
     case Op::SHL: return u.dtype().is_index() && u.src(1).is_const() && u.src(1).const_int() >= 0 && u.src(1).const_int() < 62;
     default: return false;
@@ -230,8 +233,7 @@ UOp simplify_valid(const UOp& valid) {
   for (size_t i = 0; i < clauses.size(); ++i) {
     UOp others;
     for (size_t j = 0; j < clauses.size(); ++j)
-      if (j != i && !(j < i && std::find(kept.begin(), kept.end(), clauses[j]) == kept.end()))
-        others = others ? (others & clauses[j]) : clauses[j];
+      if (j != i && !(j < i && std::find(kept.begin(), kept.end(), clauses[j]) == kept.end())) others = others ? (others & clauses[j]) : clauses[j];
     UOp c = others ? uop_given_valid(others, clauses[i]) : clauses[i];
     if (c.is_int_const(1)) continue;
     if (c.is_int_const(0)) return UOp::const_bool(false);
@@ -302,75 +304,129 @@ std::vector<Rule> simple_rules() {
   return {
       Rule(alu.repeat(UPat(Op::CONST)), fold_alu, "const-fold"),
       // identities
-      Rule(x + UPat::cnst(0), [](M m) { return m["x"]; }, "x+0"),
-      Rule(x * UPat::cnst(1), [](M m) { return m["x"]; }, "x*1"),
-      Rule(x * UPat::cnst(0), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x*0 (int)"),
-      Rule(UPat(Op::SUB, {x, UPat::cnst(0)}), [](M m) { return m["x"]; }, "x-0"),
-      Rule(UPat(Op::SUB, {x, x}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x-x (int)"),
-      Rule(UPat(Op::NEG, {UPat(Op::NEG, {x})}), [](M m) { return m["x"]; }, "--x"),
-      Rule(UPat({Op::FLOORDIV, Op::CDIV}, {x, UPat::cnst(1)}), [](M m) { return m["x"]; }, "x//1"),
-      Rule(UPat({Op::FLOORDIV, Op::CDIV}, {x, UPat::cnst(-1)}), [](M m) { return int_x(m) ? -m["x"] : UOp(); }, "x//-1"),
-      Rule(UPat({Op::FLOORMOD, Op::CMOD}, {x, UPat::cnst(1)}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x%1"),
-      Rule(UPat({Op::FLOORMOD, Op::CMOD}, {x, UPat::cnst(-1)}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x%-1"),
-      Rule(UPat({Op::FLOORDIV, Op::CDIV}, {x, x}),
-           [](M m) { const UOp& v = m["x"]; return is_intlike(v.dtype()) && exact(v) && (v.vmin() > 0 || v.vmax() < 0) ? cnst(v, 1) : UOp(); }, "x//x"),
-      Rule(UPat({Op::FLOORMOD, Op::CMOD}, {x, x}),
-           [](M m) { const UOp& v = m["x"]; return is_intlike(v.dtype()) && exact(v) && (v.vmin() > 0 || v.vmax() < 0) ? cnst(v, 0) : UOp(); }, "x%x"),
-      Rule(UPat({Op::FLOORMOD, Op::CMOD}, {UPat({Op::FLOORMOD, Op::CMOD}, {x, y}).named("inner"), y}),
-           [](M m) { return m["inner"].op() == m.node().op() ? m["inner"] : UOp(); }, "(x%y)%y"),
-      Rule(UPat(Op::XOR).any_order({UPat(Op::XOR).any_order({x, y}), y}), [](M m) { return m["x"]; }, "(x^y)^y"),
-      Rule(x ^ x, [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x^x"),
-      Rule(x & x, [](M m) { return m["x"]; }, "x&x"),
-      Rule(x | x, [](M m) { return m["x"]; }, "x|x"),
-      Rule(UPat(Op::MAX).any_order({x, x}), [](M m) { return m["x"]; }, "max(x,x)"),
-      Rule(x & UPat::cnst(0), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x&0"),
-      Rule(x | UPat::cnst(0), [](M m) { return int_x(m) ? m["x"] : UOp(); }, "x|0"),
-      Rule(x ^ UPat::cnst(0), [](M m) { return int_x(m) ? m["x"] : UOp(); }, "x^0"),
-      Rule(UPat({Op::SHL, Op::SHR}, {x, UPat::cnst(0)}), [](M m) { return m["x"]; }, "x<<0"),
-      Rule(UPat(Op::CMPLT, {x, x}), [](M m) { return int_x(m) ? UOp::const_bool(false) : UOp(); }, "x<x (int)"),
-      Rule(UPat(Op::CMPNE).any_order({x, x}), [](M m) { return int_x(m) ? UOp::const_bool(false) : UOp(); }, "x!=x (int)"),
-      Rule(UPat(Op::CMPEQ).any_order({x, x}), [](M m) { return int_x(m) ? UOp::const_bool(true) : UOp(); }, "x==x (int)"),
+      Rule(
+          x + UPat::cnst(0), [](M m) { return m["x"]; }, "x+0"),
+      Rule(
+          x * UPat::cnst(1), [](M m) { return m["x"]; }, "x*1"),
+      Rule(
+          x * UPat::cnst(0), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x*0 (int)"),
+      Rule(
+          UPat(Op::SUB, {x, UPat::cnst(0)}), [](M m) { return m["x"]; }, "x-0"),
+      Rule(
+          UPat(Op::SUB, {x, x}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x-x (int)"),
+      Rule(
+          UPat(Op::NEG, {UPat(Op::NEG, {x})}), [](M m) { return m["x"]; }, "--x"),
+      Rule(
+          UPat({Op::FLOORDIV, Op::CDIV}, {x, UPat::cnst(1)}), [](M m) { return m["x"]; }, "x//1"),
+      Rule(
+          UPat({Op::FLOORDIV, Op::CDIV}, {x, UPat::cnst(-1)}), [](M m) { return int_x(m) ? -m["x"] : UOp(); }, "x//-1"),
+      Rule(
+          UPat({Op::FLOORMOD, Op::CMOD}, {x, UPat::cnst(1)}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x%1"),
+      Rule(
+          UPat({Op::FLOORMOD, Op::CMOD}, {x, UPat::cnst(-1)}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x%-1"),
+      Rule(
+          UPat({Op::FLOORDIV, Op::CDIV}, {x, x}),
+          [](M m) {
+            const UOp& v = m["x"];
+            return is_intlike(v.dtype()) && exact(v) && (v.vmin() > 0 || v.vmax() < 0) ? cnst(v, 1) : UOp();
+          },
+          "x//x"),
+      Rule(
+          UPat({Op::FLOORMOD, Op::CMOD}, {x, x}),
+          [](M m) {
+            const UOp& v = m["x"];
+            return is_intlike(v.dtype()) && exact(v) && (v.vmin() > 0 || v.vmax() < 0) ? cnst(v, 0) : UOp();
+          },
+          "x%x"),
+      Rule(
+          UPat({Op::FLOORMOD, Op::CMOD}, {UPat({Op::FLOORMOD, Op::CMOD}, {x, y}).named("inner"), y}),
+          [](M m) { return m["inner"].op() == m.node().op() ? m["inner"] : UOp(); }, "(x%y)%y"),
+      Rule(
+          UPat(Op::XOR).any_order({UPat(Op::XOR).any_order({x, y}), y}), [](M m) { return m["x"]; }, "(x^y)^y"),
+      Rule(
+          x ^ x, [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x^x"),
+      Rule(
+          x & x, [](M m) { return m["x"]; }, "x&x"),
+      Rule(
+          x | x, [](M m) { return m["x"]; }, "x|x"),
+      Rule(
+          UPat(Op::MAX).any_order({x, x}), [](M m) { return m["x"]; }, "max(x,x)"),
+      Rule(
+          x & UPat::cnst(0), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x&0"),
+      Rule(
+          x | UPat::cnst(0), [](M m) { return int_x(m) ? m["x"] : UOp(); }, "x|0"),
+      Rule(
+          x ^ UPat::cnst(0), [](M m) { return int_x(m) ? m["x"] : UOp(); }, "x^0"),
+      Rule(
+          UPat({Op::SHL, Op::SHR}, {x, UPat::cnst(0)}), [](M m) { return m["x"]; }, "x<<0"),
+      Rule(
+          UPat(Op::CMPLT, {x, x}), [](M m) { return int_x(m) ? UOp::const_bool(false) : UOp(); }, "x<x (int)"),
+      Rule(
+          UPat(Op::CMPNE).any_order({x, x}), [](M m) { return int_x(m) ? UOp::const_bool(false) : UOp(); }, "x!=x (int)"),
+      Rule(
+          UPat(Op::CMPEQ).any_order({x, x}), [](M m) { return int_x(m) ? UOp::const_bool(true) : UOp(); }, "x==x (int)"),
       // bool algebra
-      Rule(UPat(Op::AND).any_order({UPat::var("x", kBool), UPat::cnst(1)}), [](M m) { return m["x"]; }, "b&true"),
-      Rule(UPat(Op::OR).any_order({UPat::var("x", kBool), UPat::cnst(0)}), [](M m) { return m["x"]; }, "b|false"),
-      Rule(UPat(Op::OR).any_order({UPat::var("x", kBool), UPat::cnst(1)}), [](M) { return UOp::const_bool(true); }, "b|true"),
-      Rule(UPat(Op::MUL).any_order({UPat::var("x", kBool), UPat::var("y", kBool)}), [](M m) { return m["x"] & m["y"]; }, "b*b=and"),
-      Rule(UPat({Op::ADD, Op::MAX}).any_order({UPat::var("x", kBool), UPat::var("y", kBool)}), [](M m) { return m["x"] | m["y"]; }, "b+b=or"),
-      Rule(UPat(Op::CMPNE, {UPat::var("x", kBool), UPat::cnst(0)}), [](M m) { return m["x"]; }, "b!=false"),
-      Rule(UPat(Op::CMPEQ, {UPat::var("x", kBool), UPat::cnst(1)}), [](M m) { return m["x"]; }, "b==true"),
-      Rule(UPat(Op::CMPEQ, {UPat::var("x", kBool), UPat::cnst(0)}), [](M m) { return m["x"].logical_not(); }, "b==false"),
-      Rule(UPat(Op::CMPNE, {UPat(Op::CMPNE, {UPat::var("x", kBool), UPat::cnst(1)}), UPat::cnst(1)}), [](M m) { return m["x"]; }, "!!b"),
-      Rule(UPat(Op::AND).any_order({UPat::var("x", kBool), UPat(Op::CMPNE, {UPat::var("x", kBool), UPat::cnst(1)})}),
-           [](M) { return UOp::const_bool(false); }, "b&!b"),
+      Rule(
+          UPat(Op::AND).any_order({UPat::var("x", kBool), UPat::cnst(1)}), [](M m) { return m["x"]; }, "b&true"),
+      Rule(
+          UPat(Op::OR).any_order({UPat::var("x", kBool), UPat::cnst(0)}), [](M m) { return m["x"]; }, "b|false"),
+      Rule(
+          UPat(Op::OR).any_order({UPat::var("x", kBool), UPat::cnst(1)}), [](M) { return UOp::const_bool(true); }, "b|true"),
+      Rule(
+          UPat(Op::MUL).any_order({UPat::var("x", kBool), UPat::var("y", kBool)}), [](M m) { return m["x"] & m["y"]; }, "b*b=and"),
+      Rule(
+          UPat({Op::ADD, Op::MAX}).any_order({UPat::var("x", kBool), UPat::var("y", kBool)}), [](M m) { return m["x"] | m["y"]; }, "b+b=or"),
+      Rule(
+          UPat(Op::CMPNE, {UPat::var("x", kBool), UPat::cnst(0)}), [](M m) { return m["x"]; }, "b!=false"),
+      Rule(
+          UPat(Op::CMPEQ, {UPat::var("x", kBool), UPat::cnst(1)}), [](M m) { return m["x"]; }, "b==true"),
+      Rule(
+          UPat(Op::CMPEQ, {UPat::var("x", kBool), UPat::cnst(0)}), [](M m) { return m["x"].logical_not(); }, "b==false"),
+      Rule(
+          UPat(Op::CMPNE, {UPat(Op::CMPNE, {UPat::var("x", kBool), UPat::cnst(1)}), UPat::cnst(1)}), [](M m) { return m["x"]; }, "!!b"),
+      Rule(
+          UPat(Op::AND).any_order({UPat::var("x", kBool), UPat(Op::CMPNE, {UPat::var("x", kBool), UPat::cnst(1)})}),
+          [](M) { return UOp::const_bool(false); }, "b&!b"),
       // casts
-      Rule(UPat(Op::CAST, {x}), [](M m) { return m["x"].dtype() == m.node().dtype() ? m["x"] : UOp(); }, "cast to same"),
-      Rule(UPat(Op::CAST, {UPat(Op::CAST, {x}).named("mid")}),
-           [](M m) {
-             DType from = m["x"].dtype(), mid = m["mid"].dtype();
-             return m.node().dtype() == from && from.is_scalar() && lossless(from, mid) ? m["x"] : UOp();
-           },
-           "lossless double cast"),
-      Rule(UPat(Op::CAST, {x}),
-           [](M m) {
-             const UOp& v = m["x"];
-             if (!m.node().dtype().is_bool() || v.dtype().is_bool() || !v.dtype().is_scalar()) return UOp();
-             return v.ne(UOp::const_int(v.dtype(), 0));
-           },
-           "cast to bool is !=0"),
+      Rule(
+          UPat(Op::CAST, {x}), [](M m) { return m["x"].dtype() == m.node().dtype() ? m["x"] : UOp(); }, "cast to same"),
+      Rule(
+          UPat(Op::CAST, {UPat(Op::CAST, {x}).named("mid")}),
+          [](M m) {
+            DType from = m["x"].dtype(), mid = m["mid"].dtype();
+            return m.node().dtype() == from && from.is_scalar() && lossless(from, mid) ? m["x"] : UOp();
+          },
+          "lossless double cast"),
+      Rule(
+          UPat(Op::CAST, {x}),
+          [](M m) {
+            const UOp& v = m["x"];
+            if (!m.node().dtype().is_bool() || v.dtype().is_bool() || !v.dtype().is_scalar()) return UOp();
+            return v.ne(UOp::const_int(v.dtype(), 0));
+          },
+          "cast to bool is !=0"),
       // where
-      Rule(UPat(Op::WHERE, {UPat::var("c"), x, x}), [](M m) { return m["x"]; }, "where(c,x,x)"),
-      Rule(UPat(Op::WHERE, {UPat::cnst(1), x, y}), [](M m) { return m["x"]; }, "where(true,x,y)"),
-      Rule(UPat(Op::WHERE, {UPat::cnst(0), x, y}), [](M m) { return m["y"]; }, "where(false,x,y)"),
-      Rule(UPat(Op::WHERE, {UPat(Op::CMPNE, {UPat::var("c", kBool), UPat::cnst(1)}), x, y}),
-           [](M m) { return m["c"].where(m["y"], m["x"]); }, "where(!c,x,y)"),
-      Rule(UPat(Op::WHERE, {UPat::var("c"), UPat::cnst(1), UPat::cnst(0)}),
-           [](M m) { return m.node().dtype().is_bool() ? m["c"] : UOp(); }, "where(c,true,false)"),
-      Rule(UPat(Op::WHERE, {UPat::var("c"), UPat::cnst(0), UPat::cnst(1)}),
-           [](M m) { return m.node().dtype().is_bool() ? m["c"].logical_not() : UOp(); }, "where(c,false,true)"),
-      Rule(UPat(Op::WHERE, {UPat::var("c"), UPat(Op::WHERE, {UPat::var("c"), x, UPat()}), y}),
-           [](M m) { return m["c"].where(m["x"], m["y"]); }, "where(c,where(c,x,_),y)"),
-      Rule(UPat(Op::WHERE, {UPat::var("c"), x, UPat(Op::WHERE, {UPat::var("c"), UPat(), y})}),
-           [](M m) { return m["c"].where(m["x"], m["y"]); }, "where(c,x,where(c,_,y))"),
+      Rule(
+          UPat(Op::WHERE, {UPat::var("c"), x, x}), [](M m) { return m["x"]; }, "where(c,x,x)"),
+      Rule(
+          UPat(Op::WHERE, {UPat::cnst(1), x, y}), [](M m) { return m["x"]; }, "where(true,x,y)"),
+      Rule(
+          UPat(Op::WHERE, {UPat::cnst(0), x, y}), [](M m) { return m["y"]; }, "where(false,x,y)"),
+      Rule(
+          UPat(Op::WHERE, {UPat(Op::CMPNE, {UPat::var("c", kBool), UPat::cnst(1)}), x, y}), [](M m) { return m["c"].where(m["y"], m["x"]); },
+          "where(!c,x,y)"),
+      Rule(
+          UPat(Op::WHERE, {UPat::var("c"), UPat::cnst(1), UPat::cnst(0)}), [](M m) { return m.node().dtype().is_bool() ? m["c"] : UOp(); },
+          "where(c,true,false)"),
+      Rule(
+          UPat(Op::WHERE, {UPat::var("c"), UPat::cnst(0), UPat::cnst(1)}),
+          [](M m) { return m.node().dtype().is_bool() ? m["c"].logical_not() : UOp(); }, "where(c,false,true)"),
+      Rule(
+          UPat(Op::WHERE, {UPat::var("c"), UPat(Op::WHERE, {UPat::var("c"), x, UPat()}), y}), [](M m) { return m["c"].where(m["x"], m["y"]); },
+          "where(c,where(c,x,_),y)"),
+      Rule(
+          UPat(Op::WHERE, {UPat::var("c"), x, UPat(Op::WHERE, {UPat::var("c"), UPat(), y})}), [](M m) { return m["c"].where(m["x"], m["y"]); },
+          "where(c,x,where(c,_,y))"),
   };
 }
 
@@ -430,8 +486,8 @@ bool is_built_from(const UOp& u, const Linear& l) {
 const UOp* summand_term(const UOp& u) {
   if (u.is_const()) return nullptr;
   if (!is_linear_op(u)) return &u;
-  if (u.op() == Op::MUL && u.src(1).is_const() && !u.src(0).is_const() && !is_linear_op(u.src(0)) &&
-      !u.src(1).is_int_const(0) && !u.src(1).is_int_const(1))
+  if (u.op() == Op::MUL && u.src(1).is_const() && !u.src(0).is_const() && !is_linear_op(u.src(0)) && !u.src(1).is_int_const(0) &&
+      !u.src(1).is_int_const(1))
     return &u.src(0);
   return nullptr;
 }
@@ -503,10 +559,10 @@ UOp fold_cmplt(M m) {
   Linear s;
   for (const auto& [t, c] : l.terms) s.terms.push_back({t, negate ? -c / g : c / g});
   UOp sum = from_linear(s, dtypes::index);
-  int64_t rhs = k - l.constant;  // e < k  <=>  g*S < rhs;   k < e  <=>  rhs < g*S
-  if (negate) const_right = !const_right, rhs = -rhs;  // -g*S < rhs  <=>  -rhs < g*S
+  int64_t rhs = k - l.constant;                           // e < k  <=>  g*S < rhs;   k < e  <=>  rhs < g*S
+  if (negate) const_right = !const_right, rhs = -rhs;     // -g*S < rhs  <=>  -rhs < g*S
   if (const_right) return sum.lt(idx(ceil_div(rhs, g)));  // S < ceil(rhs / g)
-  return idx(floor_div(rhs, g)).lt(sum);                     // floor(rhs / g) < S
+  return idx(floor_div(rhs, g)).lt(sum);                  // floor(rhs / g) < S
 }
 
 UOp where_given_cond(M m) {
@@ -528,20 +584,23 @@ std::vector<Rule> symbolic_rules() {
       Rule(UPat({Op::ADD, Op::SUB, Op::NEG, Op::MUL, Op::SHL}), linear_canonical, "linear canonical form"),
       Rule(UPat({Op::MUL, Op::MAX, Op::AND, Op::OR, Op::XOR, Op::CMPNE, Op::CMPEQ}), canonical_operands, "commutative order"),
       Rule(UPat(Op::MAX), max_by_bounds, "max by bounds"),
-      Rule(UPat({Op::FLOORDIV, Op::FLOORMOD}), [](M m) { return fold_divmod(m.node()); }, "divmod"),
-      Rule(UPat({Op::CDIV, Op::CMOD}),
-           [](M m) {
-             const UOp& u = m.node();
-             if (!u.dtype().is_index() || u.src(0).vmin() < 0 || u.src(1).vmin() <= 0) return UOp();
-             return UOp::make(u.op() == Op::CDIV ? Op::FLOORDIV : Op::FLOORMOD, u.dtype(), u.src());
-           },
-           "trunc div of non-negatives is floor div"),
-      Rule(UPat(Op::SHR, {UPat::var("x", {dtypes::index}), UPat::cvar("c")}),
-           [](M m) {
-             int64_t s = m["c"].const_int();
-             return s >= 0 && s < 62 ? m["x"].floordiv(UOp::const_int(dtypes::index, int64_t{1} << s)) : UOp();
-           },
-           "index >> c is // 2^c"),
+      Rule(
+          UPat({Op::FLOORDIV, Op::FLOORMOD}), [](M m) { return fold_divmod(m.node()); }, "divmod"),
+      Rule(
+          UPat({Op::CDIV, Op::CMOD}),
+          [](M m) {
+            const UOp& u = m.node();
+            if (!u.dtype().is_index() || u.src(0).vmin() < 0 || u.src(1).vmin() <= 0) return UOp();
+            return UOp::make(u.op() == Op::CDIV ? Op::FLOORDIV : Op::FLOORMOD, u.dtype(), u.src());
+          },
+          "trunc div of non-negatives is floor div"),
+      Rule(
+          UPat(Op::SHR, {UPat::var("x", {dtypes::index}), UPat::cvar("c")}),
+          [](M m) {
+            int64_t s = m["c"].const_int();
+            return s >= 0 && s < 62 ? m["x"].floordiv(UOp::const_int(dtypes::index, int64_t{1} << s)) : UOp();
+          },
+          "index >> c is // 2^c"),
       Rule(UPat(Op::CMPLT), fold_cmplt, "lt folding"),
       Rule(UPat(Op::WHERE), where_given_cond, "where: simplify given valid"),
   };

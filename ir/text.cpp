@@ -1,9 +1,9 @@
 #include "ir/text.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -16,14 +16,18 @@ namespace {
 
 enum class LitKind { Int, Float, Bool };
 
-DType default_literal(LitKind k) {
-  return k == LitKind::Int ? dtypes::index : k == LitKind::Float ? dtypes::float32 : dtypes::bool_;
-}
+DType default_literal(LitKind k) { return k == LitKind::Int ? dtypes::index : k == LitKind::Float ? dtypes::float32 : dtypes::bool_; }
 
 bool is_void_op(Op op) {
   switch (op) {
-    case Op::SINK: case Op::GROUP: case Op::END: case Op::ENDIF: case Op::IF: case Op::BARRIER: case Op::STORE: case Op::NOOP:
-      return true;
+    case Op::SINK:
+    case Op::GROUP:
+    case Op::END:
+    case Op::ENDIF:
+    case Op::IF:
+    case Op::BARRIER:
+    case Op::STORE:
+    case Op::NOOP: return true;
     default: return false;
   }
 }
@@ -43,8 +47,7 @@ std::optional<DType> derived_dtype(Op op, const std::vector<DType>& src) {
 
 // The dtype of an unsuffixed literal at source i. typed[j]: source j's dtype when it is known
 // without inference (not an unsuffixed literal).
-DType literal_dtype(Op op, std::optional<DType> explicit_dt, const std::vector<std::optional<DType>>& typed, size_t i,
-                    LitKind kind) {
+DType literal_dtype(Op op, std::optional<DType> explicit_dt, const std::vector<std::optional<DType>>& typed, size_t i, LitKind kind) {
   if (is_alu(op) && op != Op::CAST && op != Op::BITCAST) {
     if (op == Op::WHERE) {
       if (i == 0) return dtypes::bool_;
@@ -67,10 +70,9 @@ struct Infix {
 };
 // Loosest first; all left-associative.
 constexpr Infix kInfix[] = {
-    {Op::CMPLT, "<", 1},  {Op::CMPEQ, "==", 1}, {Op::CMPNE, "!=", 1},   {Op::OR, "|", 2},
-    {Op::XOR, "^", 3},    {Op::AND, "&", 4},    {Op::SHL, "<<", 5},     {Op::SHR, ">>", 5},
-    {Op::ADD, "+", 6},    {Op::SUB, "-", 6},    {Op::MUL, "*", 7},      {Op::FDIV, "/", 7},
-    {Op::FLOORDIV, "//", 7}, {Op::FLOORMOD, "%", 7},
+    {Op::CMPLT, "<", 1}, {Op::CMPEQ, "==", 1}, {Op::CMPNE, "!=", 1},    {Op::OR, "|", 2},       {Op::XOR, "^", 3},
+    {Op::AND, "&", 4},   {Op::SHL, "<<", 5},   {Op::SHR, ">>", 5},      {Op::ADD, "+", 6},      {Op::SUB, "-", 6},
+    {Op::MUL, "*", 7},   {Op::FDIV, "/", 7},   {Op::FLOORDIV, "//", 7}, {Op::FLOORMOD, "%", 7},
 };
 constexpr int kUnaryPrec = 8, kAtomPrec = 9;
 
@@ -82,9 +84,7 @@ const Infix* infix_of(Op op) {
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-bool reserved(std::string_view s) {
-  return s == "true" || s == "false" || s == "inf" || s == "nan" || parse_op(s).has_value();
-}
+bool reserved(std::string_view s) { return s == "true" || s == "false" || s == "inf" || s == "nan" || parse_op(s).has_value(); }
 
 // A scalar CONST whose value has the kind its dtype needs (malformed ones print in function form).
 bool is_literal(const UOp& u) {
@@ -109,7 +109,8 @@ std::string literal_text(const UOp& c) {
   DType t = c.dtype();
   if (t.is_bool()) return c.const_int() ? "true" : "false";
   if (t.is_float()) return float_literal(c.const_float(), t);
-  if (t.is_unsigned()) return std::to_string(static_cast<uint64_t>(c.const_int()) & (t.bitsize() == 64 ? ~uint64_t{0} : (uint64_t{1} << t.bitsize()) - 1));
+  if (t.is_unsigned())
+    return std::to_string(static_cast<uint64_t>(c.const_int()) & (t.bitsize() == 64 ? ~uint64_t{0} : (uint64_t{1} << t.bitsize()) - 1));
   return std::to_string(c.const_int());
 }
 
@@ -152,8 +153,12 @@ class Printer {
  private:
   static bool always_named(const UOp& n) {
     switch (n.op()) {
-      case Op::DEFINE_VAR: case Op::RANGE: case Op::SPECIAL: case Op::DEFINE_GLOBAL: case Op::DEFINE_LOCAL: case Op::DEFINE_REG:
-        return true;
+      case Op::DEFINE_VAR:
+      case Op::RANGE:
+      case Op::SPECIAL:
+      case Op::DEFINE_GLOBAL:
+      case Op::DEFINE_LOCAL:
+      case Op::DEFINE_REG: return true;
       default: return false;
     }
   }
@@ -228,8 +233,7 @@ class Printer {
     if (n.op() == Op::CONST) {
       UOp scalar = UOp::make(Op::CONST, n.dtype().element(), {}, n.arg());
       s += " {" + (is_literal(scalar) ? literal_text(scalar) : arg_text(n.arg())) + "}";
-    }
-    else if (op_info(n.op()).arg != ArgKind::None) s += " {" + arg_text(n.arg()) + "}";
+    } else if (op_info(n.op()).arg != ArgKind::None) s += " {" + arg_text(n.arg()) + "}";
     return {s, kAtomPrec};
   }
 
@@ -377,12 +381,12 @@ struct Ast {
   enum Kind { Name, Lit, Node } kind;
   int line, col;
   Ast(Kind k, int l, int c) : kind(k), line(l), col(c) {}
-  std::string name;           // Name
+  std::string name;            // Name
   LitKind lit = LitKind::Int;  // Lit
   std::string lit_text;
   bool negative = false;
-  std::optional<DType> dt;    // Lit suffix, or Node's explicit dtype
-  Op op = Op::NOOP;           // Node
+  std::optional<DType> dt;  // Lit suffix, or Node's explicit dtype
+  Op op = Op::NOOP;         // Node
   std::vector<std::unique_ptr<Ast>> src;
   Arg arg;
 };
@@ -427,7 +431,11 @@ class Parser {
   void shift() { tok_ = lex_.next(); }
   bool is(std::string_view p) const { return tok_.kind == Tok::Punct && tok_.text == p; }
   void expect(std::string_view p) {
-    if (!is(p)) fail("expected '" + std::string(p) + "', found " + (tok_.kind == Tok::End ? "end of input" : tok_.kind == Tok::Newline ? "end of line" : "'" + tok_.text + "'"));
+    if (!is(p))
+      fail("expected '" + std::string(p) + "', found " +
+           (tok_.kind == Tok::End       ? "end of input"
+            : tok_.kind == Tok::Newline ? "end of line"
+                                        : "'" + tok_.text + "'"));
     shift();
   }
 
@@ -498,7 +506,8 @@ class Parser {
       expect(")");
       return e;
     }
-    if (tok_.kind != Tok::Name) fail(tok_.kind == Tok::End || tok_.kind == Tok::Newline ? "expected an expression" : "unexpected '" + tok_.text + "'");
+    if (tok_.kind != Tok::Name)
+      fail(tok_.kind == Tok::End || tok_.kind == Tok::Newline ? "expected an expression" : "unexpected '" + tok_.text + "'");
     std::string name = tok_.text;
     if (name == "true" || name == "false" || name == "inf" || name == "nan") {
       a->lit = name == "true" || name == "false" ? LitKind::Bool : LitKind::Float;
@@ -651,7 +660,8 @@ class Parser {
       }
       return UOp::const_float(dt, a.negative ? -v : v);
     }
-    if (dt.is_float()) throw ParseError("integer literal " + a.lit_text + " where " + dt.name() + " is expected: write " + a.lit_text + ".0", a.line, a.col);
+    if (dt.is_float())
+      throw ParseError("integer literal " + a.lit_text + " where " + dt.name() + " is expected: write " + a.lit_text + ".0", a.line, a.col);
     if (dt.is_bool()) throw ParseError("integer literal where bool is expected: write true or false", a.line, a.col);
     int64_t v;
     try {
@@ -694,9 +704,7 @@ class Parser {
         if (v.min > v.max) throw Error("variable '" + v.name + "': min " + std::to_string(v.min) + " > max " + std::to_string(v.max));
       }
       return UOp::make(a.op, *dt, src, a.arg);
-    } catch (const ParseError&) {
-      throw;
-    } catch (const Error& e) {
+    } catch (const ParseError&) { throw; } catch (const Error& e) {
       throw ParseError(e.what(), a.line, a.col);
     }
   }

@@ -27,8 +27,7 @@ namespace ugpu::ir {
 class ParseError : public Error {
  public:
   ParseError(const std::string& msg, int line, int col)
-      : Error("line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + msg), line(line), col(col),
-        detail(msg) {}
+      : Error("line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + msg), line(line), col(col), detail(msg) {}
   int line, col;
   std::string detail;  // the message without the position
 };

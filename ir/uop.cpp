@@ -48,7 +48,8 @@ uint64_t arg_hash(const Arg& a) {
         else if constexpr (std::is_same_v<T, double>) h = mix(h, std::bit_cast<uint64_t>(v));
         else if constexpr (std::is_same_v<T, std::string>) h = mix(h, hash_bytes(v));
         else if constexpr (std::is_same_v<T, Op>) h = mix(h, static_cast<uint64_t>(v));
-        else if constexpr (std::is_same_v<T, Ints>) for (int64_t x : v) h = mix(h, static_cast<uint64_t>(x));
+        else if constexpr (std::is_same_v<T, Ints>)
+          for (int64_t x : v) h = mix(h, static_cast<uint64_t>(x));
         else if constexpr (std::is_same_v<T, Pairs>)
           for (auto [x, y] : v) h = mix(mix(h, static_cast<uint64_t>(x)), static_cast<uint64_t>(y));
         else if constexpr (std::is_same_v<T, VarArg>)
@@ -109,11 +110,9 @@ std::string arg_text(const Arg& a) {
         else if constexpr (std::is_same_v<T, Ints>) return ints_text(v);
         else if constexpr (std::is_same_v<T, Pairs>) {
           std::string s = "(";
-          for (size_t i = 0; i < v.size(); ++i)
-            s += (i ? ", (" : "(") + std::to_string(v[i].first) + ", " + std::to_string(v[i].second) + ")";
+          for (size_t i = 0; i < v.size(); ++i) s += (i ? ", (" : "(") + std::to_string(v[i].first) + ", " + std::to_string(v[i].second) + ")";
           return s + ")";
-        } else if constexpr (std::is_same_v<T, VarArg>)
-          return quote(v.name) + ", " + std::to_string(v.min) + ", " + std::to_string(v.max);
+        } else if constexpr (std::is_same_v<T, VarArg>) return quote(v.name) + ", " + std::to_string(v.min) + ", " + std::to_string(v.max);
         else if constexpr (std::is_same_v<T, RangeArg>) return std::to_string(v.axis) + ", " + std::string(axis_type_name(v.type));
         else return std::string(op_name(v.op)) + ", " + ints_text(v.axes);
       },
@@ -159,9 +158,9 @@ struct KeyView {
 };
 
 uint64_t hash_of(Op op, DType dt, std::span<const UOp> src, const Arg& arg) {
-  uint64_t h = mix(mix(static_cast<uint64_t>(op), static_cast<uint64_t>(dt.scalar) | uint64_t{dt.count} << 8 |
-                                                      uint64_t(static_cast<uint8_t>(dt.addrspace)) << 24),
-                   arg_hash(arg));
+  uint64_t h = mix(
+      mix(static_cast<uint64_t>(op), static_cast<uint64_t>(dt.scalar) | uint64_t{dt.count} << 8 | uint64_t(static_cast<uint8_t>(dt.addrspace)) << 24),
+      arg_hash(arg));
   for (const UOp& s : src) h = mix(h, s.hash());
   return h;
 }
@@ -329,9 +328,7 @@ double UOp::const_float() const {
   return *x;
 }
 
-UOp UOp::make(Op op, DType dtype, std::span<const UOp> src, Arg arg) {
-  return adopt_raw(intern(op, dtype, src, std::move(arg)));
-}
+UOp UOp::make(Op op, DType dtype, std::span<const UOp> src, Arg arg) { return adopt_raw(intern(op, dtype, src, std::move(arg))); }
 
 UOp UOp::const_int(DType dt, int64_t v) {
   if (dt.is_float()) return const_float(dt, int_to_float(v, dtypes::int64, dt));
@@ -347,13 +344,9 @@ UOp UOp::var(std::string name, int64_t min, int64_t max, DType dt) {
   if (min > max) throw Error("variable '" + name + "': min " + std::to_string(min) + " > max " + std::to_string(max));
   return make(Op::DEFINE_VAR, dt, {}, VarArg{std::move(name), min, max});
 }
-UOp UOp::range(const UOp& end, int64_t axis, AxisType type) {
-  return make(Op::RANGE, end.dtype(), {end}, RangeArg{axis, type});
-}
+UOp UOp::range(const UOp& end, int64_t axis, AxisType type) { return make(Op::RANGE, end.dtype(), {end}, RangeArg{axis, type}); }
 UOp UOp::range(int64_t end, int64_t axis, AxisType type) { return range(const_int(dtypes::index, end), axis, type); }
-UOp UOp::special(std::string name, int64_t size) {
-  return make(Op::SPECIAL, dtypes::index, {const_int(dtypes::index, size)}, std::move(name));
-}
+UOp UOp::special(std::string name, int64_t size) { return make(Op::SPECIAL, dtypes::index, {const_int(dtypes::index, size)}, std::move(name)); }
 
 UOp UOp::alu(Op op, std::span<const UOp> src) {
   if (src.empty()) throw Error("alu(" + std::string(op_name(op)) + ") with no sources");
@@ -396,13 +389,15 @@ Bounds corners(Bounds a, Bounds b, i128 (*f)(i128, i128)) {
   return {sat(*std::min_element(v, v + 4)), sat(*std::max_element(v, v + 4))};
 }
 
-
 uint64_t bit_ceil_mask(int64_t v) { return v <= 0 ? 0 : (std::bit_ceil(static_cast<uint64_t>(v) + 1) - 1); }
 
 Bounds compute_bounds(const Node* n) {
   DType dt = n->dtype;
   if (!has_exact_bounds(dt)) return full(dt);
-  auto b = [&](int i) { const UOp& s = n->srcs()[i]; return Bounds{s.vmin(), s.vmax()}; };
+  auto b = [&](int i) {
+    const UOp& s = n->srcs()[i];
+    return Bounds{s.vmin(), s.vmax()};
+  };
   auto is_c = [&](int i) { return n->srcs()[i].op() == Op::CONST && n->srcs()[i].vmin() == n->srcs()[i].vmax(); };
   switch (n->op) {
     case Op::CONST:
@@ -412,7 +407,8 @@ Bounds compute_bounds(const Node* n) {
       const auto& v = std::get<VarArg>(n->arg);
       return {v.min, v.max};
     }
-    case Op::RANGE: case Op::SPECIAL: return {0, std::max<int64_t>(0, sat(i128{b(0).hi} - 1))};
+    case Op::RANGE:
+    case Op::SPECIAL: return {0, std::max<int64_t>(0, sat(i128{b(0).hi} - 1))};
     case Op::ADD: return {sat(i128{b(0).lo} + b(1).lo), sat(i128{b(0).hi} + b(1).hi)};
     case Op::SUB: return {sat(i128{b(0).lo} - b(1).hi), sat(i128{b(0).hi} - b(1).lo)};
     case Op::NEG: return {sat(-i128{b(0).hi}), sat(-i128{b(0).lo})};
@@ -422,7 +418,8 @@ Bounds compute_bounds(const Node* n) {
       return {sat(i128{p.lo} + b(2).lo), sat(i128{p.hi} + b(2).hi)};
     }
     case Op::MAX: return {std::max(b(0).lo, b(1).lo), std::max(b(0).hi, b(1).hi)};
-    case Op::FLOORDIV: case Op::CDIV: {
+    case Op::FLOORDIV:
+    case Op::CDIV: {
       Bounds d = b(1);
       if (d.lo <= 0 && d.hi >= 0) break;
       if (n->op == Op::FLOORDIV) return corners(b(0), d, floor_div<i128>);
@@ -466,7 +463,8 @@ Bounds compute_bounds(const Node* n) {
       if (b(0).lo >= 0) return {0, b(0).hi};
       if (b(1).lo >= 0) return {0, b(1).hi};
       break;
-    case Op::OR: case Op::XOR:
+    case Op::OR:
+    case Op::XOR:
       if (dt.is_bool()) {
         if (n->op == Op::OR) return {b(0).lo | b(1).lo, b(0).hi | b(1).hi};
         break;
@@ -480,7 +478,8 @@ Bounds compute_bounds(const Node* n) {
       if (b(0).hi < b(1).lo) return {1, 1};
       if (b(0).lo >= b(1).hi) return {0, 0};
       return {0, 1};
-    case Op::CMPNE: case Op::CMPEQ: {
+    case Op::CMPNE:
+    case Op::CMPEQ: {
       Bounds x = b(0), y = b(1);
       int64_t ne_lo = (x.hi < y.lo || y.hi < x.lo) ? 1 : 0;
       int64_t ne_hi = (x.lo == x.hi && y.lo == y.hi && x.lo == y.lo) ? 0 : 1;
@@ -568,8 +567,7 @@ std::optional<Shape> compute_shape(const Node* n) {
       const Pairs& pr = std::get<Pairs>(n->arg);
       if (pr.size() != in->size()) return std::nullopt;
       Shape out(in->size());
-      for (size_t i = 0; i < pr.size(); ++i)
-        out[i] = n->op == Op::PAD ? (*in)[i] + pr[i].first + pr[i].second : pr[i].second - pr[i].first;
+      for (size_t i = 0; i < pr.size(); ++i) out[i] = n->op == Op::PAD ? (*in)[i] + pr[i].first + pr[i].second : pr[i].second - pr[i].first;
       return out;
     }
     case OpGroup::Reduce: {
@@ -580,7 +578,9 @@ std::optional<Shape> compute_shape(const Node* n) {
         if (a >= 0 && static_cast<size_t>(a) < in->size()) (*in)[a] = 1;
       return in;
     }
-    case OpGroup::Unary: case OpGroup::Binary: case OpGroup::Ternary: {
+    case OpGroup::Unary:
+    case OpGroup::Binary:
+    case OpGroup::Ternary: {
       std::optional<Shape> out;
       for (uint32_t i = 0; i < n->nsrc; ++i) {
         const auto& s = src_shape(static_cast<int>(i));

@@ -75,7 +75,9 @@ class UOp {
   const UOp& src(size_t i) const { return src()[i]; }
   const Arg& arg() const;
   template <class T>
-  const T& arg_as() const { return std::get<T>(arg()); }
+  const T& arg_as() const {
+    return std::get<T>(arg());
+  }
   uint64_t hash() const;  // deterministic: the same graph hashes the same in every process
 
   bool is_const() const { return op() == Op::CONST; }
@@ -99,8 +101,8 @@ class UOp {
   static UOp make(Op op, DType dtype, std::initializer_list<UOp> src, Arg arg = {}) {
     return make(op, dtype, std::span<const UOp>(src.begin(), src.size()), std::move(arg));
   }
-  static UOp const_int(DType dt, int64_t v);    // wrapped to dt
-  static UOp const_float(DType dt, double v);   // rounded to dt
+  static UOp const_int(DType dt, int64_t v);   // wrapped to dt
+  static UOp const_float(DType dt, double v);  // rounded to dt
   static UOp const_bool(bool v) { return const_int(dtypes::bool_, v); }
   static UOp const_like(const UOp& like, double v);  // a constant of like's dtype
   static UOp var(std::string name, int64_t min, int64_t max, DType dt = dtypes::index);
@@ -142,8 +144,8 @@ struct UOpHash {
 };
 
 // Arithmetic builds ALU nodes. An int64/double operand becomes a CONST of the other side's dtype.
-#define UGPU_UOP_BINOP(sym, OPNAME)                                                                           \
-  inline UOp operator sym(const UOp& a, const UOp& b) { return UOp::alu(Op::OPNAME, {a, b}); }              \
+#define UGPU_UOP_BINOP(sym, OPNAME)                                                                            \
+  inline UOp operator sym(const UOp& a, const UOp& b) { return UOp::alu(Op::OPNAME, {a, b}); }                 \
   inline UOp operator sym(const UOp& a, double b) { return UOp::alu(Op::OPNAME, {a, UOp::const_like(a, b)}); } \
   inline UOp operator sym(double a, const UOp& b) { return UOp::alu(Op::OPNAME, {UOp::const_like(b, a), b}); }
 UGPU_UOP_BINOP(+, ADD)

@@ -39,15 +39,19 @@ UPat UPat::with(const std::function<void(Node&)>& edit) const {
 }
 
 UPat UPat::var(std::string name, std::vector<DType> dts) { return UPat().named(std::move(name)).dtypes(std::move(dts)); }
-UPat UPat::cvar(std::string name, std::vector<DType> dts) {
-  return UPat(Op::CONST).named(std::move(name)).dtypes(std::move(dts));
-}
+UPat UPat::cvar(std::string name, std::vector<DType> dts) { return UPat(Op::CONST).named(std::move(name)).dtypes(std::move(dts)); }
 UPat UPat::cnst(double value) {
   return UPat(Op::CONST).with([&](Node& n) { n.value = value; });
 }
-UPat UPat::named(std::string name) const { return with([&](Node& n) { n.name = std::move(name); }); }
-UPat UPat::dtypes(std::vector<DType> dts) const { return with([&](Node& n) { n.dtypes = std::move(dts); }); }
-UPat UPat::arg(Arg a) const { return with([&](Node& n) { n.arg = std::move(a); }); }
+UPat UPat::named(std::string name) const {
+  return with([&](Node& n) { n.name = std::move(name); });
+}
+UPat UPat::dtypes(std::vector<DType> dts) const {
+  return with([&](Node& n) { n.dtypes = std::move(dts); });
+}
+UPat UPat::arg(Arg a) const {
+  return with([&](Node& n) { n.arg = std::move(a); });
+}
 UPat UPat::src(std::vector<UPat> s) const {
   return with([&](Node& n) { n.mode = SrcMode::Positional, n.src = std::move(s); });
 }
@@ -58,7 +62,9 @@ UPat UPat::any_order(std::vector<UPat> s) const {
 UPat UPat::repeat(UPat each) const {
   return with([&](Node& n) { n.mode = SrcMode::Repeat, n.src = {std::move(each)}; });
 }
-UPat UPat::allow_any_len() const { return with([](Node& n) { n.any_len = true; }); }
+UPat UPat::allow_any_len() const {
+  return with([](Node& n) { n.any_len = true; });
+}
 UPat UPat::check(std::function<bool(const UOp&)> pred) const {
   return with([&](Node& n) {
     if (n.pred) n.pred = [a = n.pred, b = std::move(pred)](const UOp& u) { return a(u) && b(u); };

@@ -28,22 +28,22 @@ using RewriteFn = std::function<UOp(const Match&)>;
 class UPat {
  public:
   struct Node;
-  UPat();                      // matches any node
-  UPat(Op op);                 // NOLINT: a node of this op, any sources
-  UPat(OpSet ops);             // NOLINT
+  UPat();                                  // matches any node
+  UPat(Op op);                             // NOLINT: a node of this op, any sources
+  UPat(OpSet ops);                         // NOLINT
   UPat(OpSet ops, std::vector<UPat> src);  // positional sources
 
-  static UPat var(std::string name, std::vector<DType> dtypes = {});   // any node, bound to name
+  static UPat var(std::string name, std::vector<DType> dtypes = {});        // any node, bound to name
   static UPat cvar(std::string name = "", std::vector<DType> dtypes = {});  // any CONST
-  static UPat cnst(double value);  // a CONST equal in value (0 matches 0 and 0.0 and -0.0)
+  static UPat cnst(double value);                                           // a CONST equal in value (0 matches 0 and 0.0 and -0.0)
 
   UPat named(std::string name) const;
   UPat dtypes(std::vector<DType> dts) const;
   UPat arg(Arg a) const;
-  UPat src(std::vector<UPat> src) const;        // positional
-  UPat any_order(std::vector<UPat> src) const;  // every permutation
-  UPat repeat(UPat each) const;                 // every source, any count
-  UPat allow_any_len() const;                   // positional sources are a prefix
+  UPat src(std::vector<UPat> src) const;                   // positional
+  UPat any_order(std::vector<UPat> src) const;             // every permutation
+  UPat repeat(UPat each) const;                            // every source, any count
+  UPat allow_any_len() const;                              // positional sources are a prefix
   UPat check(std::function<bool(const UOp&)> pred) const;  // extra test on the node
 
   std::shared_ptr<const Node> node() const { return n_; }
@@ -70,7 +70,9 @@ class Match {
   const UOp* get(std::string_view name) const;         // nullptr if not bound
   const UOp& node() const { return *root_; }
   template <class T>
-  T& ctx() const { return *static_cast<T*>(ctx_); }
+  T& ctx() const {
+    return *static_cast<T*>(ctx_);
+  }
   void* raw_ctx() const { return ctx_; }
 
  private:

@@ -16,8 +16,8 @@ std::string need(bool ok, const std::string& why) { return ok ? "" : why; }
 std::string nsrc(const UOp& u, size_t lo, size_t hi) {
   size_t n = u.src().size();
   if (n >= lo && n <= hi) return "";
-  return "expects " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + (hi > 99 ? "n" : std::to_string(hi))) +
-         " sources, has " + std::to_string(n);
+  return "expects " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + (hi > 99 ? "n" : std::to_string(hi))) + " sources, has " +
+         std::to_string(n);
 }
 constexpr size_t kMany = 1u << 30;
 bool int_scalar(DType t) { return t.is_int() && t.is_scalar(); }
@@ -57,8 +57,8 @@ std::string check_define(const UOp& u) {
 
 std::string check_var(const UOp& u) {
   const auto& v = u.arg_as<VarArg>();
-  return first({nsrc(u, 0, 0), need(int_scalar(u.dtype()), "variable must be an integer scalar"),
-                need(v.min <= v.max, "min > max"), need(!v.name.empty(), "variable needs a name"),
+  return first({nsrc(u, 0, 0), need(int_scalar(u.dtype()), "variable must be an integer scalar"), need(v.min <= v.max, "min > max"),
+                need(!v.name.empty(), "variable needs a name"),
                 need(!has_exact_bounds(u.dtype()) || (v.min >= u.dtype().min_int() && v.max <= u.dtype().max_int()),
                      "bounds do not fit " + u.dtype().name())});
 }
@@ -81,9 +81,7 @@ std::string check_end(const UOp& u) {
 }
 
 std::string check_void(const UOp& u) { return need(u.dtype().is_void(), std::string(op_name(u.op())) + " is void"); }
-std::string check_if(const UOp& u) {
-  return first({nsrc(u, 1, kMany), need(u.src(0).dtype().is_bool(), "condition must be bool"), check_void(u)});
-}
+std::string check_if(const UOp& u) { return first({nsrc(u, 1, kMany), need(u.src(0).dtype().is_bool(), "condition must be bool"), check_void(u)}); }
 std::string check_endif(const UOp& u) { return first({nsrc(u, 1, 1), need(u.src(0).op() == Op::IF, "ENDIF closes an IF"), check_void(u)}); }
 std::string check_after(const UOp& u) {
   return first({nsrc(u, 1, kMany), need(u.src(0).dtype() == u.dtype(), "AFTER has its first source's dtype")});
@@ -94,7 +92,8 @@ std::string check_vectorize(const UOp& u) {
   DType el = u.src(0).dtype();
   for (const UOp& s : u.src())
     if (s.dtype() != el) return "sources differ in dtype";
-  return need(el.is_scalar() && u.dtype() == el.vec(static_cast<uint16_t>(u.src().size())), "dtype must be " + el.name() + ".vec(" + std::to_string(u.src().size()) + ")");
+  return need(el.is_scalar() && u.dtype() == el.vec(static_cast<uint16_t>(u.src().size())),
+              "dtype must be " + el.name() + ".vec(" + std::to_string(u.src().size()) + ")");
 }
 
 std::string check_gep(const UOp& u) {
@@ -126,7 +125,8 @@ std::string check_load(const UOp& u) {
 std::string check_store(const UOp& u) {
   if (auto e = nsrc(u, 2, 2); !e.empty()) return e;
   if (!u.src(0).dtype().is_ptr()) return "STORE's first source must be a pointer";
-  return first({need(u.src(1).dtype() == u.src(0).dtype().base(), "stored value is " + u.src(1).dtype().name() + ", buffer holds " + u.src(0).dtype().base().name()),
+  return first({need(u.src(1).dtype() == u.src(0).dtype().base(),
+                     "stored value is " + u.src(1).dtype().name() + ", buffer holds " + u.src(0).dtype().base().name()),
                 check_void(u)});
 }
 
@@ -136,7 +136,8 @@ std::string check_reduce(const UOp& u) {
   if (auto e = nsrc(u, 1, kMany); !e.empty()) return e;
   for (size_t i = 1; i < u.src().size(); ++i)
     if (u.src(i).op() != Op::RANGE) return "reduced axes must be RANGEs";
-  return first({need(reduce_op(u.arg_as<Op>()), "reduces with ADD, MUL or MAX"), need(u.src(0).dtype() == u.dtype(), "REDUCE has its value's dtype")});
+  return first(
+      {need(reduce_op(u.arg_as<Op>()), "reduces with ADD, MUL or MAX"), need(u.src(0).dtype() == u.dtype(), "REDUCE has its value's dtype")});
 }
 
 std::string check_reduce_axis(const UOp& u) {
@@ -200,7 +201,8 @@ std::string check_unary(const UOp& u) {
   switch (u.op()) {
     case Op::CAST: return need(!s.is_ptr() && !t.is_ptr() && s.count == t.count && !t.is_void(), "CAST keeps the lane count");
     case Op::BITCAST: return need(s.bitsize() * s.count == t.bitsize() * t.count && !s.is_index() && !t.is_index(), "BITCAST keeps the bit size");
-    case Op::NEG: case Op::TRUNC: return first({same_dtype(u, 0), need(!t.is_bool(), "not for bool")});
+    case Op::NEG:
+    case Op::TRUNC: return first({same_dtype(u, 0), need(!t.is_bool(), "not for bool")});
     default: return first({same_dtype(u, 0), need(t.is_float(), std::string(op_name(u.op())) + " is for floats")});
   }
 }
@@ -214,10 +216,17 @@ std::string check_binary(const UOp& u) {
   if (is_comparison(op)) return need(u.dtype() == dtypes::bool_.vec(a.count), "comparisons give bool");
   if (u.dtype() != a) return "result must be " + a.name();
   switch (op) {
-    case Op::FDIV: case Op::POW: return need(a.is_float(), std::string(op_name(op)) + " is for floats");
-    case Op::CDIV: case Op::CMOD: case Op::FLOORDIV: case Op::FLOORMOD: case Op::SHL: case Op::SHR:
-      return need(a.is_int(), std::string(op_name(op)) + " is for integers");
-    case Op::AND: case Op::OR: case Op::XOR: return need(a.is_int() || a.is_bool(), std::string(op_name(op)) + " is for integers and bool");
+    case Op::FDIV:
+    case Op::POW: return need(a.is_float(), std::string(op_name(op)) + " is for floats");
+    case Op::CDIV:
+    case Op::CMOD:
+    case Op::FLOORDIV:
+    case Op::FLOORMOD:
+    case Op::SHL:
+    case Op::SHR: return need(a.is_int(), std::string(op_name(op)) + " is for integers");
+    case Op::AND:
+    case Op::OR:
+    case Op::XOR: return need(a.is_int() || a.is_bool(), std::string(op_name(op)) + " is for integers and bool");
     default: return "";
   }
 }
@@ -239,12 +248,27 @@ struct Entry {
 constexpr Entry kChecks[] = {
     {Op::CONST, check_const},
     {Op::INVALID, [](const UOp& u) { return first({nsrc(u, 0, 0), need(int_scalar(u.dtype()), "INVALID is an integer")}); }},
-    {Op::DEFINE_GLOBAL, check_define}, {Op::DEFINE_LOCAL, check_define}, {Op::DEFINE_REG, check_define},
-    {Op::DEFINE_VAR, check_var}, {Op::SPECIAL, check_special}, {Op::RANGE, check_range}, {Op::END, check_end},
-    {Op::IF, check_if}, {Op::ENDIF, check_endif}, {Op::BARRIER, check_noarg_void}, {Op::SINK, check_noarg_void},
-    {Op::NOOP, check_noarg_void}, {Op::GROUP, check_noarg_void}, {Op::AFTER, check_after},
-    {Op::VECTORIZE, check_vectorize}, {Op::GEP, check_gep}, {Op::INDEX, check_index}, {Op::LOAD, check_load},
-    {Op::STORE, check_store}, {Op::REDUCE, check_reduce}, {Op::REDUCE_AXIS, check_reduce_axis},
+    {Op::DEFINE_GLOBAL, check_define},
+    {Op::DEFINE_LOCAL, check_define},
+    {Op::DEFINE_REG, check_define},
+    {Op::DEFINE_VAR, check_var},
+    {Op::SPECIAL, check_special},
+    {Op::RANGE, check_range},
+    {Op::END, check_end},
+    {Op::IF, check_if},
+    {Op::ENDIF, check_endif},
+    {Op::BARRIER, check_noarg_void},
+    {Op::SINK, check_noarg_void},
+    {Op::NOOP, check_noarg_void},
+    {Op::GROUP, check_noarg_void},
+    {Op::AFTER, check_after},
+    {Op::VECTORIZE, check_vectorize},
+    {Op::GEP, check_gep},
+    {Op::INDEX, check_index},
+    {Op::LOAD, check_load},
+    {Op::STORE, check_store},
+    {Op::REDUCE, check_reduce},
+    {Op::REDUCE_AXIS, check_reduce_axis},
 };
 
 Check check_for(Op op) {

@@ -25,8 +25,8 @@ MappedMmio::MappedMmio(Mapping mapping, std::string name)
 
 void MappedMmio::check(uint64_t offset, uint64_t bytes, uint64_t align, const char* what) const {
   if (offset > size_ || bytes > size_ - offset)
-    throw Error(std::string(what) + " of " + std::to_string(bytes) + " bytes at offset " + hex(offset) + " is outside " + name_ +
-                " (" + hex(size_) + " bytes)");
+    throw Error(std::string(what) + " of " + std::to_string(bytes) + " bytes at offset " + hex(offset) + " is outside " + name_ + " (" + hex(size_) +
+                " bytes)");
   if (offset % align)
     throw Error(std::string(what) + " at offset " + hex(offset) + " of " + name_ + " is not " + std::to_string(align) +
                 "-byte aligned; registers take aligned accesses only");
@@ -77,8 +77,7 @@ void MappedMmio::copy_out(uint64_t offset, std::span<uint8_t> dst) {
   for (; i < dst.size(); ++i) dst[i] = s[i];
 }
 
-MappedDoorbell::MappedDoorbell(void* address, int bits, std::string name)
-    : address_(address), bits_(bits), name_(std::move(name)) {
+MappedDoorbell::MappedDoorbell(void* address, int bits, std::string name) : address_(address), bits_(bits), name_(std::move(name)) {
   if (bits != 32 && bits != 64) throw Error("doorbell " + name_ + ": width must be 32 or 64 bits, not " + std::to_string(bits));
   if (reinterpret_cast<uintptr_t>(address) % (bits / 8))
     throw Error("doorbell " + name_ + " is not aligned to its " + std::to_string(bits) + "-bit width");
@@ -86,13 +85,10 @@ MappedDoorbell::MappedDoorbell(void* address, int bits, std::string name)
 
 void MappedDoorbell::ring(uint64_t value) {
   if (bits_ == 32 && value > UINT32_MAX)
-    throw Error("doorbell " + name_ + " is 32 bits wide; value " + hex(value) +
-                " does not fit (the queue should wrap its pointer)");
+    throw Error("doorbell " + name_ + " is 32 bits wide; value " + hex(value) + " does not fit (the queue should wrap its pointer)");
   device_write_fence();
-  if (bits_ == 32)
-    *static_cast<volatile uint32_t*>(address_) = uint32_t(value);
-  else
-    *static_cast<volatile uint64_t*>(address_) = value;
+  if (bits_ == 32) *static_cast<volatile uint32_t*>(address_) = uint32_t(value);
+  else *static_cast<volatile uint64_t*>(address_) = value;
 }
 
 }  // namespace ugpu::sys

@@ -57,8 +57,7 @@ class Doorbell {
 // unaligned edges), which register BARs accept; large VRAM copies want a faster path later.
 class MappedMmio final : public Mmio {
  public:
-  MappedMmio(void* base, size_t size, std::string name)
-      : base_(static_cast<uint8_t*>(base)), size_(size), name_(std::move(name)) {}
+  MappedMmio(void* base, size_t size, std::string name) : base_(static_cast<uint8_t*>(base)), size_(size), name_(std::move(name)) {}
   MappedMmio(Mapping mapping, std::string name);  // owns the mapping
   size_t size() const override { return size_; }
   const std::string& name() const { return name_; }

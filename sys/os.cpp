@@ -26,21 +26,14 @@ namespace {
 std::string_view generic_hint(int err) {
   switch (err) {
     case EACCES:
-    case EPERM:
-      return "check its permissions: run as root, or add your user to the group that owns it (render, video)";
-    case ENOENT:
-      return "it does not exist: is the kernel driver loaded and the device present?";
-    case EBUSY:
-      return "another process (or kernel driver) is using it";
-    case ENOMEM:
-      return "out of memory, or over the locked-memory limit (raise `ulimit -l`)";
+    case EPERM: return "check its permissions: run as root, or add your user to the group that owns it (render, video)";
+    case ENOENT: return "it does not exist: is the kernel driver loaded and the device present?";
+    case EBUSY: return "another process (or kernel driver) is using it";
+    case ENOMEM: return "out of memory, or over the locked-memory limit (raise `ulimit -l`)";
     case ENODEV:
-    case ENXIO:
-      return "the device is gone, or its driver does not support this";
-    case ENOTTY:
-      return "the driver does not know this ioctl: is the kernel driver the expected version?";
-    default:
-      return {};
+    case ENXIO: return "the device is gone, or its driver does not support this";
+    case ENOTTY: return "the driver does not know this ioctl: is the kernel driver the expected version?";
+    default: return {};
   }
 }
 // "fd 7 (/dev/kfd)": the target of /proc/self/fd/N, looked up only to write an error message.
@@ -89,8 +82,7 @@ int PosixOs::ioctl(int fd, unsigned long request, void* arg) {
 void* PosixOs::mmap(void* addr, size_t len, int prot, int flags, int fd, uint64_t offset) {
   void* p = ::mmap(addr, len, prot, flags, fd, off_t(offset));
   if (p == MAP_FAILED)
-    throw_os_error(errno,
-                   "mmap of " + std::to_string(len) + " bytes at offset " + std::to_string(offset) + " of " + describe_fd(fd));
+    throw_os_error(errno, "mmap of " + std::to_string(len) + " bytes at offset " + std::to_string(offset) + " of " + describe_fd(fd));
   return p;
 }
 
@@ -102,8 +94,7 @@ size_t PosixOs::pread(int fd, std::span<uint8_t> dst, uint64_t offset) {
   ssize_t n = retry([&] { return ::pread(fd, dst.data(), dst.size(), off_t(offset)); });
   if (n < 0 && errno == ESPIPE) n = retry([&] { return ::read(fd, dst.data(), dst.size()); });  // eventfd, pipe
   if (n < 0)
-    throw_os_error(errno, "pread of " + std::to_string(dst.size()) + " bytes at offset " + std::to_string(offset) + " of " +
-                              describe_fd(fd));
+    throw_os_error(errno, "pread of " + std::to_string(dst.size()) + " bytes at offset " + std::to_string(offset) + " of " + describe_fd(fd));
   return size_t(n);
 }
 
@@ -111,8 +102,7 @@ size_t PosixOs::pwrite(int fd, std::span<const uint8_t> src, uint64_t offset) {
   ssize_t n = retry([&] { return ::pwrite(fd, src.data(), src.size(), off_t(offset)); });
   if (n < 0 && errno == ESPIPE) n = retry([&] { return ::write(fd, src.data(), src.size()); });
   if (n < 0)
-    throw_os_error(errno, "pwrite of " + std::to_string(src.size()) + " bytes at offset " + std::to_string(offset) + " of " +
-                              describe_fd(fd));
+    throw_os_error(errno, "pwrite of " + std::to_string(src.size()) + " bytes at offset " + std::to_string(offset) + " of " + describe_fd(fd));
   return size_t(n);
 }
 

@@ -42,10 +42,8 @@ std::string driver_of(Os& os, const std::string& dir) {
 }
 
 void check_config(const std::string& addr, uint32_t offset, int size) {
-  if (size != 1 && size != 2 && size != 4)
-    throw Error("config access of " + std::to_string(size) + " bytes to " + addr + ": sizes are 1, 2 or 4");
-  if (offset > 4096 - uint32_t(size))
-    throw Error("config offset " + hex(offset) + " of " + addr + " is outside the 4 KiB config space");
+  if (size != 1 && size != 2 && size != 4) throw Error("config access of " + std::to_string(size) + " bytes to " + addr + ": sizes are 1, 2 or 4");
+  if (offset > 4096 - uint32_t(size)) throw Error("config offset " + hex(offset) + " of " + addr + " is outside the 4 KiB config space");
 }
 uint32_t config_read_at(Os& os, int fd, uint64_t base, const std::string& addr, uint32_t offset, int size) {
   check_config(addr, offset, size);
@@ -63,15 +61,13 @@ void config_write_at(Os& os, int fd, uint64_t base, const std::string& addr, uin
 }
 void enable_bus_master(PciDevice& d) {
   uint32_t cmd = d.config_read(kCommand, 2);
-  if ((cmd & (kMemoryDecode | kBusMaster)) != (kMemoryDecode | kBusMaster))
-    d.config_write(kCommand, 2, cmd | kMemoryDecode | kBusMaster);
+  if ((cmd & (kMemoryDecode | kBusMaster)) != (kMemoryDecode | kBusMaster)) d.config_write(kCommand, 2, cmd | kMemoryDecode | kBusMaster);
 }
 void check_bar_index(const std::string& addr, int n) {
   if (n < 0 || n > 5) throw Error("BAR" + std::to_string(n) + " of " + addr + ": PCI devices have BARs 0 to 5");
 }
 [[noreturn]] void no_bar(const std::string& addr, int n) {
-  throw Error(addr + " has no BAR" + std::to_string(n) + " (absent, or the upper half of 64-bit BAR" + std::to_string(n - 1) +
-              ")");
+  throw Error(addr + " has no BAR" + std::to_string(n) + " (absent, or the upper half of 64-bit BAR" + std::to_string(n - 1) + ")");
 }
 
 // Pinned (populated, shared so a fork cannot copy-on-write it away from the device) host memory;
@@ -103,9 +99,7 @@ uint64_t DmaBuffer::bus_address(size_t offset) const {
 }
 
 std::string normalize_pci_address(std::string_view a) {
-  auto bad = [&] {
-    return Error("'" + std::string(a) + "' is not a PCI address: expected [domain:]bus:device.function, e.g. 0000:03:00.0");
-  };
+  auto bad = [&] { return Error("'" + std::string(a) + "' is not a PCI address: expected [domain:]bus:device.function, e.g. 0000:03:00.0"); };
   std::string s(a);
   if (s.size() == 7) s = "0000:" + s;
   if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' || s[11] < '0' || s[11] > '7') throw bad();
@@ -145,33 +139,27 @@ std::unique_ptr<PciDevice> open_pci_device(Os& os, std::string_view address) {
         if (p.class_code >> 16 == 0x03 || p.class_code >> 16 == 0x12) gpus += (gpus.empty() ? "" : ", ") + p.address;
     } catch (const Error&) {  // a listing problem must not hide the real one
     }
-    throw Error(
-        msg + (gpus.empty() ? "; no display or accelerator devices are present" : "; display and accelerator devices: " + gpus) +
-        " (`lspci -D` lists every address)");
+    throw Error(msg + (gpus.empty() ? "; no display or accelerator devices are present" : "; display and accelerator devices: " + gpus) +
+                " (`lspci -D` lists every address)");
   }
   std::string drv = driver_of(os, dir);
   if (drv == "vfio-pci") return std::make_unique<VfioPciDevice>(os, addr);
   if (drv.empty()) return std::make_unique<SysfsPciDevice>(os, addr);
-  std::string alt = drv == "amdgpu"   ? "; or keep amdgpu and use the amd:kfd device"
-                    : drv == "nvidia" ? "; or keep nvidia and use the nv device"
-                                      : "";
-  throw Error(addr + " is bound to the kernel driver " + drv +
-              ", which owns the hardware. To drive it from userspace unbind it (`echo " + addr + " | sudo tee " + dir +
-              "/driver/unbind`) and run as root, or bind it to vfio-pci (`sudo modprobe vfio-pci; echo vfio-pci | sudo tee " +
+  std::string alt = drv == "amdgpu" ? "; or keep amdgpu and use the amd:kfd device" : drv == "nvidia" ? "; or keep nvidia and use the nv device" : "";
+  throw Error(addr + " is bound to the kernel driver " + drv + ", which owns the hardware. To drive it from userspace unbind it (`echo " + addr +
+              " | sudo tee " + dir + "/driver/unbind`) and run as root, or bind it to vfio-pci (`sudo modprobe vfio-pci; echo vfio-pci | sudo tee " +
               dir + "/driver_override; echo " + addr + " | sudo tee /sys/bus/pci/drivers_probe`)" + alt);
 }
 
 // ---- sysfs ----
 
-SysfsPciDevice::SysfsPciDevice(Os& os, std::string_view address)
-    : os_(os), addr_(normalize_pci_address(address)), dir_(dir_of(addr_)) {
+SysfsPciDevice::SysfsPciDevice(Os& os, std::string_view address) : os_(os), addr_(normalize_pci_address(address)), dir_(dir_of(addr_)) {
   if (!os.exists(dir_)) throw Error("PCI device " + addr_ + " not found (no " + dir_ + "); `lspci -D` lists the addresses");
   try {
     config_ = Fd(os, dir_ + "/config", O_RDWR);
   } catch (const OsError& e) {
     if (e.err() != EACCES && e.err() != EPERM) throw;
-    throw_os_error(e.err(), "open " + dir_ + "/config",
-                   "raw PCI access through sysfs needs root: run as root or bind to vfio-pci");
+    throw_os_error(e.err(), "open " + dir_ + "/config", "raw PCI access through sysfs needs root: run as root or bind to vfio-pci");
   }
   // `resource`: one line per BAR (then ROM and bridge windows) of "start end flags" in hex.
   std::istringstream table(os.read_file(dir_ + "/resource"));
@@ -187,12 +175,8 @@ SysfsPciDevice::SysfsPciDevice(Os& os, std::string_view address)
   enable_bus_master(*this);
 }
 
-uint32_t SysfsPciDevice::config_read(uint32_t offset, int size) {
-  return config_read_at(os_, config_.get(), 0, addr_, offset, size);
-}
-void SysfsPciDevice::config_write(uint32_t offset, int size, uint32_t value) {
-  config_write_at(os_, config_.get(), 0, addr_, offset, size, value);
-}
+uint32_t SysfsPciDevice::config_read(uint32_t offset, int size) { return config_read_at(os_, config_.get(), 0, addr_, offset, size); }
+void SysfsPciDevice::config_write(uint32_t offset, int size, uint32_t value) { config_write_at(os_, config_.get(), 0, addr_, offset, size, value); }
 
 uint64_t SysfsPciDevice::bar_size(int n) {
   check_bar_index(addr_, n);
@@ -205,8 +189,7 @@ Mmio& SysfsPciDevice::bar(int n) {
   Bar& b = bars_[n];
   if (b.mmio) return *b.mmio;
   if (!b.size) no_bar(addr_, n);
-  if (b.flags & kResourceIo)
-    throw Error("BAR" + std::to_string(n) + " of " + addr_ + " is an I/O-port BAR; only memory BARs can be mapped");
+  if (b.flags & kResourceIo) throw Error("BAR" + std::to_string(n) + " of " + addr_ + " is an I/O-port BAR; only memory BARs can be mapped");
   Fd fd(os_, dir_ + "/resource" + std::to_string(n), O_RDWR | O_SYNC);
   b.map = Mapping(os_, round_up(b.size, kPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   b.mmio = std::make_unique<MappedMmio>(b.map.data(), b.size, "BAR" + std::to_string(n) + " of " + addr_);
@@ -222,8 +205,7 @@ DmaBuffer SysfsPciDevice::dma_alloc(size_t bytes) {
   for (size_t off = 0; off < m.size(); off += page) {
     uint64_t va = reinterpret_cast<uintptr_t>(m.data()) + off, e = 0;
     if (os_.pread(pagemap.get(), {reinterpret_cast<uint8_t*>(&e), 8}, va / kPage * 8) != 8 || !(e >> 63))
-      throw Error("DMA memory at " + hex(va) + " is not resident after MAP_POPULATE | MAP_LOCKED (/proc/self/pagemap entry " +
-                  hex(e) + ")");
+      throw Error("DMA memory at " + hex(va) + " is not resident after MAP_POPULATE | MAP_LOCKED (/proc/self/pagemap entry " + hex(e) + ")");
     uint64_t pfn = e & ((uint64_t{1} << 55) - 1);
     if (!pfn)
       throw_os_error(EPERM, "reading the physical address of DMA memory from /proc/self/pagemap",
@@ -247,7 +229,8 @@ VfioPciDevice::VfioPciDevice(Os& os, std::string_view address) : os_(os), addr_(
   std::string dir = dir_of(addr_);
   if (!os.exists(dir)) throw Error("PCI device " + addr_ + " not found (no " + dir + "); `lspci -D` lists the addresses");
   if (!os.exists(dir + "/iommu_group"))
-    throw Error(addr_ + " has no IOMMU group, so vfio cannot drive it: enable the IOMMU "
+    throw Error(addr_ +
+                " has no IOMMU group, so vfio cannot drive it: enable the IOMMU "
                 "(intel_iommu=on or amd_iommu=on on the kernel command line), "
                 "or use the sysfs path as root");
   std::string link = os.readlink(dir + "/iommu_group");
@@ -263,13 +246,10 @@ VfioPciDevice::VfioPciDevice(Os& os, std::string_view address) : os_(os), addr_(
   }
   int c = container_->get();
   if (int v = io(c, VFIO_GET_API_VERSION, nullptr, "VFIO_GET_API_VERSION on /dev/vfio/vfio"); v != VFIO_API_VERSION)
-    throw Error("/dev/vfio/vfio speaks vfio API version " + std::to_string(v) + "; ugpu knows version " +
-                std::to_string(VFIO_API_VERSION));
+    throw Error("/dev/vfio/vfio speaks vfio API version " + std::to_string(v) + "; ugpu knows version " + std::to_string(VFIO_API_VERSION));
   auto has = [&](unsigned long ext) { return os.ioctl(c, VFIO_CHECK_EXTENSION, reinterpret_cast<void*>(ext)) > 0; };
   unsigned long iommu = has(VFIO_TYPE1v2_IOMMU) ? VFIO_TYPE1v2_IOMMU : has(VFIO_TYPE1_IOMMU) ? VFIO_TYPE1_IOMMU : 0;
-  if (!iommu)
-    throw Error(
-        "/dev/vfio/vfio offers no type-1 IOMMU (VFIO_CHECK_EXTENSION): is the IOMMU enabled and vfio_iommu_type1 loaded?");
+  if (!iommu) throw Error("/dev/vfio/vfio offers no type-1 IOMMU (VFIO_CHECK_EXTENSION): is the IOMMU enabled and vfio_iommu_type1 loaded?");
 
   std::string gpath = "/dev/vfio/" + group_id_;
   try {
@@ -277,8 +257,7 @@ VfioPciDevice::VfioPciDevice(Os& os, std::string_view address) : os_(os), addr_(
   } catch (const OsError& e) {
     if (e.err() == EACCES || e.err() == EPERM)
       throw_os_error(e.err(), "open " + gpath, "run as root, or give your user the group: sudo chown $USER " + gpath);
-    if (e.err() == EBUSY)
-      throw_os_error(e.err(), "open " + gpath, "the IOMMU group is open in another process (a VM, or another ugpu)");
+    if (e.err() == EBUSY) throw_os_error(e.err(), "open " + gpath, "the IOMMU group is open in another process (a VM, or another ugpu)");
     throw;
   }
   vfio_group_status status{};
@@ -298,15 +277,13 @@ VfioPciDevice::VfioPciDevice(Os& os, std::string_view address) : os_(os), addr_(
   }
   io(group_.get(), VFIO_GROUP_SET_CONTAINER, &c, "VFIO_GROUP_SET_CONTAINER on " + gpath);
   io(c, VFIO_SET_IOMMU, reinterpret_cast<void*>(iommu), "VFIO_SET_IOMMU on /dev/vfio/vfio");
-  device_ =
-      Fd(os, io(group_.get(), VFIO_GROUP_GET_DEVICE_FD, addr_.data(), "VFIO_GROUP_GET_DEVICE_FD(" + addr_ + ") on " + gpath));
+  device_ = Fd(os, io(group_.get(), VFIO_GROUP_GET_DEVICE_FD, addr_.data(), "VFIO_GROUP_GET_DEVICE_FD(" + addr_ + ") on " + gpath));
 
   vfio_device_info info{};
   info.argsz = sizeof info;
   io(device_.get(), VFIO_DEVICE_GET_INFO, &info, "VFIO_DEVICE_GET_INFO for " + addr_);
   if (!(info.flags & VFIO_DEVICE_FLAGS_PCI) || info.num_regions <= kConfigRegion)
-    throw Error("vfio describes " + addr_ + " as a non-PCI device (flags " + hex(info.flags) + ", " +
-                std::to_string(info.num_regions) + " regions)");
+    throw Error("vfio describes " + addr_ + " as a non-PCI device (flags " + hex(info.flags) + ", " + std::to_string(info.num_regions) + " regions)");
   device_flags_ = info.flags;
   for (uint32_t i = 0; i < regions_.size(); ++i) {
     vfio_region_info r{};
@@ -337,8 +314,7 @@ Mmio& VfioPciDevice::bar(int n) {
   if (r.mmio) return *r.mmio;
   if (!r.size) no_bar(addr_, n);
   if (!(r.flags & VFIO_REGION_INFO_FLAG_MMAP))
-    throw Error("BAR" + std::to_string(n) + " of " + addr_ + " cannot be mapped through vfio (region flags " + hex(r.flags) +
-                "; an I/O-port BAR?)");
+    throw Error("BAR" + std::to_string(n) + " of " + addr_ + " cannot be mapped through vfio (region flags " + hex(r.flags) + "; an I/O-port BAR?)");
   r.map = Mapping(os_, round_up(r.size, kPage), PROT_READ | PROT_WRITE, MAP_SHARED, device_.get(), r.offset);
   r.mmio = std::make_unique<MappedMmio>(r.map.data(), r.size, "BAR" + std::to_string(n) + " of " + addr_);
   return *r.mmio;
@@ -350,8 +326,7 @@ struct VfioDma {  // unmaps from the IOMMU before the memory itself goes
   std::shared_ptr<Fd> container;
   uint64_t iova, size;
   Mapping map;
-  VfioDma(Os* o, std::shared_ptr<Fd> c, uint64_t i, Mapping m)
-      : os(o), container(std::move(c)), iova(i), size(m.size()), map(std::move(m)) {}
+  VfioDma(Os* o, std::shared_ptr<Fd> c, uint64_t i, Mapping m) : os(o), container(std::move(c)), iova(i), size(m.size()), map(std::move(m)) {}
   ~VfioDma() {
     vfio_iommu_type1_dma_unmap u{};
     u.argsz = sizeof u, u.iova = iova, u.size = size;
@@ -374,16 +349,14 @@ DmaBuffer VfioPciDevice::dma_alloc(size_t bytes) {
   map.vaddr = reinterpret_cast<uintptr_t>(m.data()), map.iova = iova, map.size = m.size();
   int r = os_.ioctl(container_->get(), VFIO_IOMMU_MAP_DMA, &map);
   const char* hint = "vfio pins DMA memory: raise the locked-memory limit (`ulimit -l`, LimitMEMLOCK= for a service) or run as root";
-  check_ioctl(r, "VFIO_IOMMU_MAP_DMA of " + std::to_string(m.size()) + " bytes at IOVA " + hex(iova) + " for " + addr_,
-              r == -ENOMEM ? hint : "");
+  check_ioctl(r, "VFIO_IOMMU_MAP_DMA of " + std::to_string(m.size()) + " bytes at IOVA " + hex(iova) + " for " + addr_, r == -ENOMEM ? hint : "");
   DmaBuffer d{m.data(), m.size(), m.size(), {iova}, {}};
   d.owner = std::make_shared<VfioDma>(&os_, container_, iova, std::move(m));
   return d;
 }
 
 void VfioPciDevice::reset() {
-  if (!(device_flags_ & VFIO_DEVICE_FLAGS_RESET))
-    throw Error("vfio reports no reset method for " + addr_ + " (no FLR or bus reset available)");
+  if (!(device_flags_ & VFIO_DEVICE_FLAGS_RESET)) throw Error("vfio reports no reset method for " + addr_ + " (no FLR or bus reset available)");
   check_ioctl(os_.ioctl(device_.get(), VFIO_DEVICE_RESET, nullptr), "VFIO_DEVICE_RESET for " + addr_);
 }
 

@@ -3,8 +3,8 @@
 #include <libusb-1.0/libusb.h>
 
 #include <climits>
-#include <utility>
 #include <cstdio>
+#include <utility>
 
 namespace ugpu::sys {
 namespace {
@@ -14,8 +14,7 @@ std::string hex(unsigned v, int width) {
   return b;
 }
 void check_timeout(std::chrono::milliseconds t) {
-  if (t.count() < 0 || t.count() > UINT_MAX)
-    throw Error("USB timeout of " + std::to_string(t.count()) + " ms is out of range (0 waits forever)");
+  if (t.count() < 0 || t.count() > UINT_MAX) throw Error("USB timeout of " + std::to_string(t.count()) + " ms is out of range (0 waits forever)");
 }
 }  // namespace
 
@@ -25,8 +24,8 @@ void UsbTransport::bulk_out(uint8_t endpoint, std::span<const uint8_t> data, std
   // The transfer only reads an OUT buffer; the cast serves libusb's single non-const signature.
   size_t n = do_bulk(endpoint, {const_cast<uint8_t*>(data.data()), data.size()}, timeout);
   if (n != data.size())
-    throw UsbError(name() + ": bulk_out on endpoint 0x" + hex(endpoint, 2) + " sent " + std::to_string(n) + " of " +
-                   std::to_string(data.size()) + " bytes");
+    throw UsbError(name() + ": bulk_out on endpoint 0x" + hex(endpoint, 2) + " sent " + std::to_string(n) + " of " + std::to_string(data.size()) +
+                   " bytes");
 }
 
 size_t UsbTransport::bulk_in(uint8_t endpoint, std::span<uint8_t> data, std::chrono::milliseconds timeout) {
@@ -37,8 +36,7 @@ size_t UsbTransport::bulk_in(uint8_t endpoint, std::span<uint8_t> data, std::chr
 
 size_t UsbTransport::control(uint8_t request_type, uint8_t request, uint16_t value, uint16_t index, std::span<uint8_t> data,
                              std::chrono::milliseconds timeout) {
-  if (data.size() > 0xffff)
-    throw Error(name() + ": control transfer of " + std::to_string(data.size()) + " bytes; wLength allows 65535");
+  if (data.size() > 0xffff) throw Error(name() + ": control transfer of " + std::to_string(data.size()) + " bytes; wLength allows 65535");
   check_timeout(timeout);
   return do_control(request_type, request, value, index, data, timeout);
 }
@@ -57,8 +55,7 @@ LibusbTransport::LibusbTransport(uint16_t vendor, uint16_t product, int interfac
   libusb_device** list = nullptr;
   ssize_t n = libusb_get_device_list(ctx, &list);
   if (n < 0) fail(int(n), "opening " + name_ + ": libusb_get_device_list");
-  std::unique_ptr<libusb_device*, void (*)(libusb_device**)> owned(list,
-                                                                   [](libusb_device** l) { libusb_free_device_list(l, 1); });
+  std::unique_ptr<libusb_device*, void (*)(libusb_device**)> owned(list, [](libusb_device** l) { libusb_free_device_list(l, 1); });
   libusb_device* found = nullptr;
   for (ssize_t i = 0; i < n && !found; ++i) {
     libusb_device_descriptor d;
@@ -105,23 +102,21 @@ void LibusbTransport::fail(int code, const std::string& what, std::string_view h
 }
 
 size_t LibusbTransport::do_bulk(uint8_t endpoint, std::span<uint8_t> data, std::chrono::milliseconds timeout) {
-  if (data.size() > INT_MAX)
-    throw Error(name_ + ": bulk transfer of " + std::to_string(data.size()) + " bytes is too large for one libusb call");
+  if (data.size() > INT_MAX) throw Error(name_ + ": bulk transfer of " + std::to_string(data.size()) + " bytes is too large for one libusb call");
   int done = 0;
   int r = libusb_bulk_transfer(handle_.get(), endpoint, data.data(), int(data.size()), &done, unsigned(timeout.count()));
   if (r < 0)
-    fail(r, name_ + ": bulk transfer of " + std::to_string(data.size()) + " bytes on endpoint 0x" + hex(endpoint, 2) + " (" +
-                std::to_string(done) + " moved)");
+    fail(r, name_ + ": bulk transfer of " + std::to_string(data.size()) + " bytes on endpoint 0x" + hex(endpoint, 2) + " (" + std::to_string(done) +
+                " moved)");
   return size_t(done);
 }
 
 size_t LibusbTransport::do_control(uint8_t request_type, uint8_t request, uint16_t value, uint16_t index, std::span<uint8_t> data,
                                    std::chrono::milliseconds timeout) {
-  int r = libusb_control_transfer(handle_.get(), request_type, request, value, index, data.data(), uint16_t(data.size()),
-                                  unsigned(timeout.count()));
+  int r = libusb_control_transfer(handle_.get(), request_type, request, value, index, data.data(), uint16_t(data.size()), unsigned(timeout.count()));
   if (r < 0)
-    fail(r, name_ + ": control transfer (type 0x" + hex(request_type, 2) + ", request 0x" + hex(request, 2) + ", value 0x" +
-                hex(value, 4) + ", index 0x" + hex(index, 4) + ")");
+    fail(r, name_ + ": control transfer (type 0x" + hex(request_type, 2) + ", request 0x" + hex(request, 2) + ", value 0x" + hex(value, 4) +
+                ", index 0x" + hex(index, 4) + ")");
   return size_t(r);
 }
 

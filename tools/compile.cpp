@@ -10,8 +10,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "codegen/compiler.h"
 #include "codegen/builtin_kernels.h"
+#include "codegen/compiler.h"
 #include "common/error.h"
 #include "ir/text.h"
 
@@ -31,7 +31,8 @@ std::string info(const codegen::CompiledKernel& ck) {
   std::ostringstream o;
   o << "kernel " << k.name << " for " << ck.target->name << " (" << ck.target->arch_name() << ")\n  arguments:";
   for (const codegen::Param& p : k.params)
-    o << " " << p.name << ":" << p.dtype.name() << (p.kind == codegen::Param::Kind::Buffer ? (p.written ? (p.read ? " (in/out)" : " (out)") : " (in)") : "");
+    o << " " << p.name << ":" << p.dtype.name()
+      << (p.kind == codegen::Param::Kind::Buffer ? (p.written ? (p.read ? " (in/out)" : " (out)") : " (in)") : "");
   o << "\n";
   if (ck.target->gpu()) {
     auto dims = [](const std::array<ir::UOp, 3>& d) {

@@ -44,9 +44,7 @@ std::vector<uint32_t> parse_words(const std::string& text, const std::string& wh
     unsigned long long v;
     try {
       v = std::stoull(w, &used, 16);
-    } catch (const std::exception&) {
-      used = 0, v = 0;
-    }
+    } catch (const std::exception&) { used = 0, v = 0; }
     if (used != w.size() || v > 0xffffffffull)
       throw Error(what + ": '" + w + "' is not a 32-bit hex dword (word " + std::to_string(out.size()) + ")");
     out.push_back(static_cast<uint32_t>(v));

@@ -24,9 +24,7 @@ int devices_command(const std::vector<std::string>& args) {
       hcq::DeviceInfo i = dev->info();
       std::printf("%-9s %-13s %-38s %-30s %.1f GiB%s\n", e.name.c_str(), i.kind.c_str(), i.arch.c_str(), i.interface.c_str(),
                   static_cast<double>(i.memory) / (1u << 30), e.name == def.name ? "   (default)" : "");
-    } catch (const Error& err) {
-      std::printf("%-9s unavailable: %s\n", e.name.c_str(), err.what());
-    }
+    } catch (const Error& err) { std::printf("%-9s unavailable: %s\n", e.name.c_str(), err.what()); }
   }
   std::printf("\ndefault: %s (%s); choose another with --device or UGPU_DEVICE\n", def.name.c_str(), def.why.c_str());
   return 0;

@@ -75,7 +75,8 @@ double run_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& na
       auto v = vars.find(p.name);
       int64_t value = v == vars.end() ? p.min : v->second;
       if (value < p.min || value > p.max)
-        throw Error("variable " + p.name + " = " + std::to_string(value) + " is outside its bounds [" + std::to_string(p.min) + ", " + std::to_string(p.max) + "]");
+        throw Error("variable " + p.name + " = " + std::to_string(value) + " is outside its bounds [" + std::to_string(p.min) + ", " +
+                    std::to_string(p.max) + "]");
       args.push_back(static_cast<uint64_t>(value));
     }
   }

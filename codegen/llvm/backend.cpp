@@ -32,8 +32,7 @@ class LlvmBackend final : public Backend {
     }
     out.ptx = std::move(llvm.assembly);
     if (std::optional<std::string> ptxas = ptxas_for(t, o)) out.binary = run_ptxas(*ptxas, out.ptx, std::string(t.name));
-    else if (o.cubin)
-      out.note = "ptxas not found (set UGPU_PTXAS, put it on PATH, or install the CUDA toolkit in /usr/local/cuda): stopped at PTX";
+    else if (o.cubin) out.note = "ptxas not found (set UGPU_PTXAS, put it on PATH, or install the CUDA toolkit in /usr/local/cuda): stopped at PTX";
     return out;
   }
   std::string disassemble(const Target& t, const std::vector<uint8_t>& binary, const std::string& ptx) const override {

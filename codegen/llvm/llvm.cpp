@@ -1,26 +1,26 @@
 #include "codegen/llvm/llvm.h"
 
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/AsmParser/Parser.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/AsmParser/Parser.h>
 #include <llvm/MC/MCAsmBackend.h>
 #include <llvm/MC/MCAsmInfo.h>
 #include <llvm/MC/MCCodeEmitter.h>
-#include <llvm/MC/MCObjectFileInfo.h>
-#include <llvm/MC/MCObjectWriter.h>
-#include <llvm/MC/MCParser/MCAsmParser.h>
-#include <llvm/MC/MCParser/MCTargetAsmParser.h>
-#include <llvm/MC/MCStreamer.h>
 #include <llvm/MC/MCContext.h>
 #include <llvm/MC/MCDisassembler/MCDisassembler.h>
 #include <llvm/MC/MCInst.h>
 #include <llvm/MC/MCInstPrinter.h>
 #include <llvm/MC/MCInstrInfo.h>
+#include <llvm/MC/MCObjectFileInfo.h>
+#include <llvm/MC/MCObjectWriter.h>
+#include <llvm/MC/MCParser/MCAsmParser.h>
+#include <llvm/MC/MCParser/MCTargetAsmParser.h>
 #include <llvm/MC/MCRegisterInfo.h>
+#include <llvm/MC/MCStreamer.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/MCTargetOptions.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -41,8 +41,10 @@
 #include "common/error.h"
 
 extern "C" {
-#define UGPU_LLVM_TARGET(T) \
-  void LLVMInitialize##T##TargetInfo(); void LLVMInitialize##T##Target(); void LLVMInitialize##T##TargetMC(); \
+#define UGPU_LLVM_TARGET(T)             \
+  void LLVMInitialize##T##TargetInfo(); \
+  void LLVMInitialize##T##Target();     \
+  void LLVMInitialize##T##TargetMC();   \
   void LLVMInitialize##T##AsmPrinter();
 UGPU_LLVM_TARGET(X86)
 UGPU_LLVM_TARGET(AMDGPU)
@@ -59,8 +61,11 @@ namespace {
 void init_llvm() {
   static std::once_flag once;
   std::call_once(once, [] {
-#define UGPU_LLVM_INIT(T) \
-  LLVMInitialize##T##TargetInfo(); LLVMInitialize##T##Target(); LLVMInitialize##T##TargetMC(); LLVMInitialize##T##AsmPrinter();
+#define UGPU_LLVM_INIT(T)          \
+  LLVMInitialize##T##TargetInfo(); \
+  LLVMInitialize##T##Target();     \
+  LLVMInitialize##T##TargetMC();   \
+  LLVMInitialize##T##AsmPrinter();
     UGPU_LLVM_INIT(X86)
     UGPU_LLVM_INIT(AMDGPU)
     UGPU_LLVM_INIT(NVPTX)
@@ -99,11 +104,12 @@ const llvm::Target& lookup(const Target& t) {
 std::unique_ptr<llvm::TargetMachine> make_machine(const Target& t, int opt_level) {
   const llvm::Target& lt = lookup(t);
   llvm::TargetOptions opts;
-  llvm::CodeGenOptLevel ol = opt_level <= 0 ? llvm::CodeGenOptLevel::None
+  llvm::CodeGenOptLevel ol = opt_level <= 0   ? llvm::CodeGenOptLevel::None
                              : opt_level == 1 ? llvm::CodeGenOptLevel::Less
-                             : opt_level == 2 ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Aggressive;
-  std::unique_ptr<llvm::TargetMachine> tm(lt.createTargetMachine(llvm::Triple(target_triple(t)), target_cpu(t),
-                                                                 target_features(t), opts, llvm::Reloc::PIC_, std::nullopt, ol));
+                             : opt_level == 2 ? llvm::CodeGenOptLevel::Default
+                                              : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      lt.createTargetMachine(llvm::Triple(target_triple(t)), target_cpu(t), target_features(t), opts, llvm::Reloc::PIC_, std::nullopt, ol));
   if (!tm) throw Error("LLVM could not create a target machine for " + std::string(t.name));
   return tm;
 }
@@ -169,7 +175,7 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
   llvm::SMDiagnostic diag;
   std::string layout = tm->createDataLayout().getStringRepresentation();
   auto mod = llvm::parseAssembly(llvm::MemoryBufferRef(ir, "kernel.ll"), diag, ctx, nullptr,
-                                       [&](llvm::StringRef, llvm::StringRef) -> std::optional<std::string> { return layout; });
+                                 [&](llvm::StringRef, llvm::StringRef) -> std::optional<std::string> { return layout; });
   if (!mod) throw Error("internal: the generated LLVM IR does not parse: " + diag_text(diag));
   {
     std::string msg;
@@ -191,8 +197,9 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::OptimizationLevel level = o.opt_level == 1 ? llvm::OptimizationLevel::O1
-                                    : o.opt_level == 2 ? llvm::OptimizationLevel::O2 : llvm::OptimizationLevel::O3;
+    llvm::OptimizationLevel level = o.opt_level == 1   ? llvm::OptimizationLevel::O1
+                                    : o.opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                       : llvm::OptimizationLevel::O3;
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
     mpm.run(*mod, mam);
   }
@@ -295,8 +302,7 @@ std::vector<uint8_t> assemble(const Target& t, const std::string& text) {
   std::unique_ptr<llvm::MCCodeEmitter> emitter(lt.createMCCodeEmitter(*mii, ctx));
   if (!backend || !emitter) throw Error("LLVM has no assembler for " + std::string(t.name));
   std::unique_ptr<llvm::MCObjectWriter> writer = backend->createObjectWriter(os);
-  std::unique_ptr<llvm::MCStreamer> streamer(
-      lt.createMCObjectStreamer(triple, ctx, std::move(backend), std::move(writer), std::move(emitter), *sti));
+  std::unique_ptr<llvm::MCStreamer> streamer(lt.createMCObjectStreamer(triple, ctx, std::move(backend), std::move(writer), std::move(emitter), *sti));
   std::unique_ptr<llvm::MCAsmParser> parser(llvm::createMCAsmParser(sm, ctx, *streamer, *mai));
   std::unique_ptr<llvm::MCTargetAsmParser> target_parser(lt.createMCAsmParser(*sti, *parser, *mii, mcopts));
   if (!target_parser) throw Error("LLVM has no assembly parser for " + std::string(t.name));

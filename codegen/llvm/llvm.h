@@ -16,7 +16,7 @@ struct LlvmOutput {
 };
 
 struct LlvmOptions {
-  int opt_level = 2;        // 0..3, the new pass manager's default<O*> pipeline
+  int opt_level = 2;           // 0..3, the new pass manager's default<O*> pipeline
   bool want_assembly = false;  // NVPTX always produces PTX
 };
 

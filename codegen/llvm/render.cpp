@@ -24,10 +24,14 @@ std::string hex64(uint64_t v) {
 std::string scalar_type(DType t) {
   switch (t.scalar) {
     case ScalarType::Bool: return "i1";
-    case ScalarType::Int8: case ScalarType::UInt8: return "i8";
-    case ScalarType::Int16: case ScalarType::UInt16: return "i16";
-    case ScalarType::Int32: case ScalarType::UInt32: return "i32";
-    case ScalarType::Int64: case ScalarType::UInt64: return "i64";
+    case ScalarType::Int8:
+    case ScalarType::UInt8: return "i8";
+    case ScalarType::Int16:
+    case ScalarType::UInt16: return "i16";
+    case ScalarType::Int32:
+    case ScalarType::UInt32: return "i32";
+    case ScalarType::Int64:
+    case ScalarType::UInt64: return "i64";
     case ScalarType::Half: return "half";
     case ScalarType::BFloat16: return "i16";  // see Renderer::bf16_to_float
     case ScalarType::Float: return "float";
@@ -53,13 +57,20 @@ struct AluNames {
 // LLVM instruction per op for signed ints, unsigned ints (and bool), floats; "" = not defined.
 const std::unordered_map<Op, AluNames>& alu_table() {
   static const std::unordered_map<Op, AluNames> t = {
-      {Op::ADD, {"add", "add", "fadd"}},           {Op::SUB, {"sub", "sub", "fsub"}},
-      {Op::MUL, {"mul", "mul", "fmul"}},           {Op::FDIV, {"", "", "fdiv"}},
-      {Op::CDIV, {"sdiv", "udiv", ""}},            {Op::CMOD, {"srem", "urem", ""}},
-      {Op::SHL, {"shl", "shl", ""}},               {Op::SHR, {"ashr", "lshr", ""}},
-      {Op::AND, {"and", "and", ""}},               {Op::OR, {"or", "or", ""}},
-      {Op::XOR, {"xor", "xor", ""}},               {Op::CMPLT, {"icmp slt", "icmp ult", "fcmp olt"}},
-      {Op::CMPNE, {"icmp ne", "icmp ne", "fcmp une"}}, {Op::CMPEQ, {"icmp eq", "icmp eq", "fcmp oeq"}},
+      {Op::ADD, {"add", "add", "fadd"}},
+      {Op::SUB, {"sub", "sub", "fsub"}},
+      {Op::MUL, {"mul", "mul", "fmul"}},
+      {Op::FDIV, {"", "", "fdiv"}},
+      {Op::CDIV, {"sdiv", "udiv", ""}},
+      {Op::CMOD, {"srem", "urem", ""}},
+      {Op::SHL, {"shl", "shl", ""}},
+      {Op::SHR, {"ashr", "lshr", ""}},
+      {Op::AND, {"and", "and", ""}},
+      {Op::OR, {"or", "or", ""}},
+      {Op::XOR, {"xor", "xor", ""}},
+      {Op::CMPLT, {"icmp slt", "icmp ult", "fcmp olt"}},
+      {Op::CMPNE, {"icmp ne", "icmp ne", "fcmp une"}},
+      {Op::CMPEQ, {"icmp eq", "icmp eq", "fcmp oeq"}},
   };
   return t;
 }
@@ -74,8 +85,7 @@ class Renderer {
     std::ostringstream out;
     out << "; ugpu kernel " << k_.name << " for " << t_.name << "\n";
     out << "target triple = \"" << target_triple(t_) << "\"\n\n" << globals_.str();
-    out << "define " << cc_ << "void @" << k_.name << "(" << params_ << ") #0 {\nentry:\n" << entry_.str() << body_.str()
-        << "  ret void\n}\n\n";
+    out << "define " << cc_ << "void @" << k_.name << "(" << params_ << ") #0 {\nentry:\n" << entry_.str() << body_.str() << "  ret void\n}\n\n";
     for (const std::string& d : declares_) out << d << "\n";
     out << "\nattributes #0 = { nounwind \"no-builtins\" \"no-trapping-math\"=\"true\"" << attrs_ << " }\n";
     return out.str();
@@ -133,8 +143,8 @@ class Renderer {
     declares_.insert("declare " + ret + " @" + name + "(" + args + ")");
     return "@" + name;
   }
-  std::string call(const std::string& ret, const std::string& name, const std::vector<std::string>& args_typed,
-                   const std::string& arg_types, std::string r = "") {
+  std::string call(const std::string& ret, const std::string& name, const std::vector<std::string>& args_typed, const std::string& arg_types,
+                   std::string r = "") {
     if (r.empty()) r = fresh();
     std::string fn = declare(ret, name, arg_types), a;
     for (const std::string& s : args_typed) a += (a.empty() ? "" : ", ") + s;
@@ -182,9 +192,12 @@ class Renderer {
     const auto src = u.src();
     DType dt = u.dtype();
     switch (u.op()) {
-      case Op::CONST: case Op::DEFINE_GLOBAL: case Op::DEFINE_VAR: return;
+      case Op::CONST:
+      case Op::DEFINE_GLOBAL:
+      case Op::DEFINE_VAR: return;
       case Op::AFTER: names_[u.get()] = val(src[0]); return;
-      case Op::DEFINE_REG: case Op::DEFINE_LOCAL: {
+      case Op::DEFINE_REG:
+      case Op::DEFINE_LOCAL: {
         const Ints& a = u.arg_as<Ints>();
         std::string arr = "[" + std::to_string(a[1]) + " x " + scalar_type(dt.base()) + "]";
         if (u.op() == Op::DEFINE_LOCAL && t_.gpu()) {
@@ -369,7 +382,10 @@ class Renderer {
     switch (u.op()) {
       case Op::NEG: return emit(r + " = " + (f ? "fneg " + tv(src[0]) : "sub " + ty + " 0, " + val(src[0])));
       case Op::RECIPROCAL: return emit(r + " = fdiv " + ty + " " + literal(UOp::const_float(t, 1.0)) + ", " + val(src[0]));
-      case Op::SQRT: case Op::TRUNC: case Op::EXP2: case Op::LOG2: {
+      case Op::SQRT:
+      case Op::TRUNC:
+      case Op::EXP2:
+      case Op::LOG2: {
         const char* n = u.op() == Op::SQRT ? "sqrt" : u.op() == Op::TRUNC ? "trunc" : u.op() == Op::EXP2 ? "exp2" : "log2";
         call(ty, std::string("llvm.") + n + "." + suffix(t), {tv(src[0])}, ty, r);
         return;
@@ -386,7 +402,8 @@ class Renderer {
         }
         return emit(r + " = select i1 " + c + ", " + ty + " " + b + ", " + ty + " " + a);
       }
-      case Op::CDIV: case Op::CMOD: {
+      case Op::CDIV:
+      case Op::CMOD: {
         if (f) break;
         // Division by zero (and INT_MIN / -1) would trap on x86 and is undefined in LLVM: divide by 1
         // instead, so bad data gives a wrong value, never a crash.
@@ -412,7 +429,8 @@ class Renderer {
     }
     auto it = alu_table().find(u.op());
     const char* name = it == alu_table().end() ? "" : f ? it->second.flt : uns ? it->second.uint : it->second.sint;
-    if (!*name) throw Error(std::string(op_name(u.op())) + " on " + t.name() + " has no " + std::string(t_.name) + " instruction: " + to_inline(u, 100));
+    if (!*name)
+      throw Error(std::string(op_name(u.op())) + " on " + t.name() + " has no " + std::string(t_.name) + " instruction: " + to_inline(u, 100));
     if (t.is_bool() && (u.op() == Op::ADD || u.op() == Op::MUL)) name = u.op() == Op::ADD ? "or" : "and";
     emit(r + " = " + name + " " + ty + " " + val(src[0]) + ", " + val(src[1]));
   }

@@ -24,9 +24,7 @@ AmdDevice::AmdDevice(std::unique_ptr<AmdInterface> way_in, const AmdOptions& o) 
   const AmdInterface::Facts& f = way_in_->facts();
   try {
     regs_ = &hw::amd::compute_registers(f.gfx_target_version);
-  } catch (const Error& e) {
-    throw Error(o.name + ": " + f.arch + ": " + e.what());
-  }
+  } catch (const Error& e) { throw Error(o.name + ": " + f.arch + ": " + e.what()); }
   interrupt_ = way_in_->interrupt();
   use_signal_memory([this](size_t n) { return buffer(n, Kind::Uncached); });
   compute_ = create_ring(false, o.compute_ring_bytes);
@@ -71,7 +69,6 @@ std::shared_ptr<uint32_t[]> AmdDevice::command_memory(size_t dwords) {
   hcq::Buffer b = alloc(std::max<size_t>(dwords, 1) * 4);
   return std::shared_ptr<uint32_t[]>(b.owner, static_cast<uint32_t*>(b.host));
 }
-
 
 uint64_t AmdDevice::submit_commands(hcq::HWQueue& hq) {
   check_usable();
@@ -194,7 +191,8 @@ void AmdDevice::invalidate_code() {
 
 std::shared_ptr<hcq::Program> AmdDevice::load(std::shared_ptr<const codegen::CompiledKernel> kernel) {
   if (!kernel || kernel->target->name != target())
-    throw Error(name() + ": load needs a kernel compiled for " + target() + ", not " + (kernel ? std::string(kernel->target->name) : std::string("nothing")));
+    throw Error(name() + ": load needs a kernel compiled for " + target() + ", not " +
+                (kernel ? std::string(kernel->target->name) : std::string("nothing")));
   return std::make_shared<AmdProgram>(*this, std::move(kernel));
 }
 

@@ -21,11 +21,11 @@ namespace ugpu::amd {
 class AmdInterface;
 
 struct AmdOptions {
-  std::string name = "amd:kfd";      // the device string, for messages
-  int index = 0;                     // which GPU (0 = the first)
+  std::string name = "amd:kfd";  // the device string, for messages
+  int index = 0;                 // which GPU (0 = the first)
   size_t compute_ring_bytes = 1 << 20;
   size_t sdma_ring_bytes = 1 << 20;
-  std::string kind = "gpu";          // DeviceInfo::kind ("emulated gpu" for emu:amd)
+  std::string kind = "gpu";  // DeviceInfo::kind ("emulated gpu" for emu:amd)
 };
 
 // The device over an opened way in; throws Error when the GPU's generation has no register table.

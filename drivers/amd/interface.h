@@ -22,14 +22,14 @@ class AmdInterface {
 
   // What the GPU is, read while opening it.
   struct Facts {
-    std::string arch;                // "gfx1100"
-    uint32_t gfx_target_version = 0; // 110000
+    std::string arch;                 // "gfx1100"
+    uint32_t gfx_target_version = 0;  // 110000
     uint32_t cu_count = 0;
-    uint32_t scratch_slots = 32;     // scratch waves per CU the firmware allows
-    hw::amd::IpBases bases;          // register bases from IP discovery
+    uint32_t scratch_slots = 32;  // scratch waves per CU the firmware allows
+    hw::amd::IpBases bases;       // register bases from IP discovery
     uint64_t vram_bytes = 0;
-    std::string chip;                // "device 0x744c"
-    std::string interface;           // "kfd 1.17, /dev/dri/renderD128": how it was reached, for `ugpu devices`
+    std::string chip;       // "device 0x744c"
+    std::string interface;  // "kfd 1.17, /dev/dri/renderD128": how it was reached, for `ugpu devices`
   };
   virtual const Facts& facts() const = 0;
 

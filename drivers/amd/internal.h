@@ -29,11 +29,11 @@ class AmdProgram : public hcq::Program {
   std::shared_ptr<const codegen::CompiledKernel> kernel;
   codegen::AmdKernelInfo info;
   hcq::Buffer code;
-  uint64_t entry = 0;                 // address of the first instruction (256-byte aligned)
+  uint64_t entry = 0;  // address of the first instruction (256-byte aligned)
   uint32_t rsrc1 = 0, rsrc2 = 0, rsrc3 = 0;
-  uint32_t scratch_per_lane = 0;      // private segment bytes per work-item
-  bool dispatch_ptr = false;          // kernargs are followed by an HSA dispatch packet it reads
-  uint32_t user_args_bytes = 0;       // the kernel's own arguments, before that packet
+  uint32_t scratch_per_lane = 0;                  // private segment bytes per work-item
+  bool dispatch_ptr = false;                      // kernargs are followed by an HSA dispatch packet it reads
+  uint32_t user_args_bytes = 0;                   // the kernel's own arguments, before that packet
   std::optional<codegen::LaunchDims> fixed_dims;  // when the launch geometry depends on no variable
 };
 
@@ -43,18 +43,18 @@ struct Ring {
   uint32_t queue_id = 0;
   std::shared_ptr<AmdInterface::Memory> ring, gart;
   uint32_t* words = nullptr;
-  uint64_t dwords = 0;               // ring size
-  uint64_t* wptr = nullptr;          // in the gart page: what the engine reads (dwords for PM4, bytes for SDMA)
-  volatile uint64_t* rptr = nullptr; // written back by the engine
+  uint64_t dwords = 0;                // ring size
+  uint64_t* wptr = nullptr;           // in the gart page: what the engine reads (dwords for PM4, bytes for SDMA)
+  volatile uint64_t* rptr = nullptr;  // written back by the engine
   std::unique_ptr<sys::Doorbell> doorbell;
   std::atomic<uint64_t> written{0};  // dwords ever written (read without the lock by consumed())
   hcq::SignalRef retired;            // low 32 bits of the position of the last finished submission
   std::mutex mu;
-  hcq::KernelsInFlight kernels;  // what its submissions run, for fault messages
+  hcq::KernelsInFlight kernels;        // what its submissions run, for fault messages
   uint64_t last_at = 0, last_len = 0;  // the last submission on the ring (dwords), for last_submission()
-  uint64_t waits = 0;                // submits that waited for ring space
-  uint64_t read() const;             // dwords the engine has consumed, ever
-  uint64_t done() const;             // position of the last finished submission
+  uint64_t waits = 0;                  // submits that waited for ring space
+  uint64_t read() const;               // dwords the engine has consumed, ever
+  uint64_t done() const;               // position of the last finished submission
 };
 
 // A queue of this driver: PM4 for the compute ring or SDMA for the copy ring (queues.cpp).

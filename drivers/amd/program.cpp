@@ -23,10 +23,13 @@ AmdProgram::AmdProgram(AmdDevice& dev, std::shared_ptr<const codegen::CompiledKe
   const hw::amd::KernelDescriptor& kd = info.kd;
   const uint16_t props = kd.kernel_code_properties;
   if (cp::kQueuePtr.get(props) || cp::kDispatchId.get(props) || cp::kFlatScratchInit.get(props) || cp::kPrivateSegmentSize.get(props))
-    throw Error(what + ": it asks for user SGPRs ugpu does not set up (queue pointer, dispatch id, flat scratch init or private "
-                       "segment size): kernel_code_properties " + std::to_string(props));
+    throw Error(what +
+                ": it asks for user SGPRs ugpu does not set up (queue pointer, dispatch id, flat scratch init or private "
+                "segment size): kernel_code_properties " +
+                std::to_string(props));
   if (!info.wave32) throw Error(what + ": a wave64 kernel; ugpu launches wave32 kernels on " + dev.target());
-  if (kd.group_segment_fixed_size > 64 * 1024) throw Error(what + ": " + std::to_string(kd.group_segment_fixed_size) + " bytes of LDS; a workgroup has 64 KiB");
+  if (kd.group_segment_fixed_size > 64 * 1024)
+    throw Error(what + ": " + std::to_string(kd.group_segment_fixed_size) + " bytes of LDS; a workgroup has 64 KiB");
   rsrc1 = hw::amd::rsrc1::kPriv.set(kd.compute_pgm_rsrc1, 1);  // gfx11: needed for context save/restore
   rsrc2 = hw::amd::rsrc2::kLdsGranules.set(kd.compute_pgm_rsrc2, (kd.group_segment_fixed_size + 511) / 512);
   rsrc3 = kd.compute_pgm_rsrc3;

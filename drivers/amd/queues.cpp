@@ -179,8 +179,8 @@ class Pm4Queue final : public AmdQueueBase {
       emit_words(user);
     }
     set_regs(r.resource_limits, {0});
-    set_regs(r.start_x, {0, 0, 0, static_cast<uint32_t>(dims.local[0]), static_cast<uint32_t>(dims.local[1]),
-                                      static_cast<uint32_t>(dims.local[2]), 0, 0});
+    set_regs(r.start_x,
+             {0, 0, 0, static_cast<uint32_t>(dims.local[0]), static_cast<uint32_t>(dims.local[1]), static_cast<uint32_t>(dims.local[2]), 0, 0});
     uint32_t initiator = r.initiator_compute_shader_en.set(0, 1);
     initiator = r.initiator_force_start_at_000.set(initiator, 1);
     initiator = r.initiator_cs_w32_en.set(initiator, p.info.wave32 ? 1 : 0);
@@ -258,7 +258,8 @@ class SdmaQueue final : public AmdQueueBase {
       uint64_t n = std::min(bytes - done, kMax);
       Packet<sdma::CopyLinear> p;
       p.set(sdma::CopyLinear::count, n - 1);
-      emit(p, {{sdma::CopyLinear::src_addr, Val::variable(src.var, src.constant + done)}, {sdma::CopyLinear::dst_addr, Val::variable(dst.var, dst.constant + done)}});
+      emit(p, {{sdma::CopyLinear::src_addr, Val::variable(src.var, src.constant + done)},
+               {sdma::CopyLinear::dst_addr, Val::variable(dst.var, dst.constant + done)}});
       done += n;
     }
   }

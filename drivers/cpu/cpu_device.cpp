@@ -35,7 +35,7 @@ void on_interrupt(int) {
 int interrupt_signal() {
   static const int sig = [] {
     int s = SIGRTMIN + 4;
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_handler = on_interrupt;
     sa.sa_flags = SA_NODEFER;  // the escape skips the handler's return, so nothing would unblock it
     sigemptyset(&sa.sa_mask);
@@ -59,9 +59,7 @@ class CpuQueue : public hcq::HWQueue {
     if (engine) throw Error("cpu: the copy engine runs no kernels; exec " + p.name + " on a compute queue");
     put32(header(Cmd::Exec, 5)), put64(reinterpret_cast<uint64_t>(&p)), put64(k.va);
   }
-  void emit_copy(Val dst, Val src, uint64_t bytes) override {
-    put32(header(Cmd::Copy, 7)), put64(dst), put64(src), put64(bytes);
-  }
+  void emit_copy(Val dst, Val src, uint64_t bytes) override { put32(header(Cmd::Copy, 7)), put64(dst), put64(src), put64(bytes); }
 };
 
 }  // namespace
@@ -213,7 +211,8 @@ uint64_t CpuDevice::submit_commands(hcq::HWQueue& q) {
   size_t engine = static_cast<CpuQueue&>(q).engine;
   if (q.bound()) {
     uint64_t addr = reinterpret_cast<uint64_t>(q.commands().data());
-    uint32_t ib[4] = {header(Cmd::Indirect, 4), static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), static_cast<uint32_t>(q.commands().size())};
+    uint32_t ib[4] = {header(Cmd::Indirect, 4), static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32),
+                      static_cast<uint32_t>(q.commands().size())};
     return push(engine, ib);
   }
   return push(engine, q.commands());

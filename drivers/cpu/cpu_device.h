@@ -83,7 +83,7 @@ class CpuDevice : public hcq::Device {
   void interrupt_kernels();
   void worker_loop();
   uint64_t push(size_t engine, std::span<const uint32_t> cmds);  // returns the submission's position
-  void wait_read(uint64_t position, const std::string& why);    // until the processor has read up to position
+  void wait_read(uint64_t position, const std::string& why);     // until the processor has read up to position
 
   std::vector<std::unique_ptr<Engine>> engines_;  // [0] compute, [1] copy (when separate)
   std::mutex mu_;

@@ -21,14 +21,14 @@ class NvInterface {
 
   // What the GPU is, read while opening it.
   struct Facts {
-    std::string arch;          // "sm_90"
-    uint32_t sm_version = 0;   // 0x900
+    std::string arch;                                                             // "sm_90"
+    uint32_t sm_version = 0;                                                      // 0x900
     uint32_t gpcs = 1, tpcs_per_gpc = 1, sms_per_tpc = 1, max_warps_per_sm = 64;  // local memory is sized from these
     uint32_t compute_class = 0, copy_class = 0, gpfifo_class = 0, usermode_class = 0;
     std::string driver_version, abi_branch;  // "580.159.04", "580"
-    uint32_t device_id = 0;    // PCI device id
+    uint32_t device_id = 0;                  // PCI device id
     uint64_t memory_bytes = 0;
-    std::string interface;     // "nvidia rm 580.159.04 (branch 580), /dev/nvidia0": how it was reached
+    std::string interface;  // "nvidia rm 580.159.04 (branch 580), /dev/nvidia0": how it was reached
   };
   virtual const Facts& facts() const = 0;
 
@@ -60,8 +60,8 @@ class NvInterface {
     std::shared_ptr<void> owner;  // keeps the ring and its bookkeeping alive
   };
   virtual Channel create_channel(const ChannelSpec& c) = 0;
-  virtual void start_channels() = 0;           // after every channel is made: the GPU starts fetching
-  virtual void stop_channels() noexcept = 0;   // stops them and whatever runs on them; called once
+  virtual void start_channels() = 0;          // after every channel is made: the GPU starts fetching
+  virtual void stop_channels() noexcept = 0;  // stops them and whatever runs on them; called once
   virtual sys::Doorbell& doorbell() = 0;
 
   // A channel that stopped on an error, with the MMU fault behind it when there is one.

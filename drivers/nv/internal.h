@@ -11,12 +11,12 @@
 
 #include "codegen/code_object.h"
 #include "codegen/compiler.h"
-#include "drivers/nv/nv_device.h"
 #include "drivers/nv/interface.h"
+#include "drivers/nv/nv_device.h"
 #include "hcq/in_flight.h"
-#include "sys/mmio.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
+#include "sys/mmio.h"
 
 namespace ugpu::nv {
 
@@ -24,10 +24,10 @@ class NvDevice;
 
 // Per-architecture launch facts the cubin does not carry.
 struct ArchFacts {
-  const char* arch;               // "sm_90"
-  uint32_t param_base;            // where kernel parameters start in constant bank 0
-  uint32_t max_shared_kib;        // the largest SM shared-memory configuration
-  uint32_t cbank0_prefix_words;   // driver words before the parameters that ugpu fills
+  const char* arch;              // "sm_90"
+  uint32_t param_base;           // where kernel parameters start in constant bank 0
+  uint32_t max_shared_kib;       // the largest SM shared-memory configuration
+  uint32_t cbank0_prefix_words;  // driver words before the parameters that ugpu fills
 };
 const ArchFacts& arch_facts(const std::string& arch);  // throws Error for an arch ugpu does not know
 
@@ -41,8 +41,8 @@ class NvProgram : public hcq::Program {
   uint32_t cbank0_bytes = 0;  // driver prefix + parameters, 16-byte multiple
   uint32_t local_bytes = 0;   // shader local memory per thread (0: none)
   uint32_t registers = 0;
-  hw::nv::QmdLaunch launch;   // everything but the grid, the block and constant bank 0
-  std::vector<uint32_t> qmd_template;  // `launch` encoded once; a launch patches in its grid, block and bank 0
+  hw::nv::QmdLaunch launch;                       // everything but the grid, the block and constant bank 0
+  std::vector<uint32_t> qmd_template;             // `launch` encoded once; a launch patches in its grid, block and bank 0
   std::optional<codegen::LaunchDims> fixed_dims;  // when the launch geometry depends on no variable
 };
 
@@ -54,23 +54,23 @@ struct Channel {
   uint64_t gpfifo_va = 0;
   uint32_t entries = 0;
   hw::nv::Userd* userd = nullptr;
-  uint32_t* pb = nullptr;      // the pushbuffer ring unbound queues are copied into
+  uint32_t* pb = nullptr;  // the pushbuffer ring unbound queues are copied into
   uint64_t pb_va = 0, pb_dwords = 0;
-  uint64_t pb_written = 0;     // dwords ever written to the pushbuffer ring
-  uint64_t gp_written = 0;     // GPFIFO entries ever written
-  uint64_t gp_seen = 0;        // GPFIFO entries the channel had fetched when GPGet was last read
+  uint64_t pb_written = 0;                             // dwords ever written to the pushbuffer ring
+  uint64_t gp_written = 0;                             // GPFIFO entries ever written
+  uint64_t gp_seen = 0;                                // GPFIFO entries the channel had fetched when GPGet was last read
   std::deque<std::pair<uint64_t, uint64_t>> pb_marks;  // (submission position, pushbuffer dwords written after it)
-  std::shared_ptr<void> owner;  // the way in's side of the channel (its ring, USERD, error reporting)
+  std::shared_ptr<void> owner;                         // the way in's side of the channel (its ring, USERD, error reporting)
   std::shared_ptr<NvInterface::Memory> pushbuffer;
-  uint64_t pb_freed = 0;       // pushbuffer dwords the GPU is done with, ever
-  hcq::SignalRef retired;      // the position of the last finished submission (a semaphore release)
+  uint64_t pb_freed = 0;               // pushbuffer dwords the GPU is done with, ever
+  hcq::SignalRef retired;              // the position of the last finished submission (a semaphore release)
   std::atomic<uint64_t> submitted{0};  // positions handed out
   std::mutex mu;
-  hcq::KernelsInFlight kernels;  // what its submissions run, for fault messages
+  hcq::KernelsInFlight kernels;          // what its submissions run, for fault messages
   const uint32_t* last_words = nullptr;  // the last submission's commands (in the ring or bound memory)
   size_t last_dwords = 0;
   std::vector<uint32_t*> last_qmds;
-  uint64_t waits = 0;  // submits that waited for GPFIFO or pushbuffer space
+  uint64_t waits = 0;        // submits that waited for GPFIFO or pushbuffer space
   uint64_t gp_read() const;  // GPFIFO entries the channel has fetched, ever
   uint64_t done() const { return retired->value(); }
 };

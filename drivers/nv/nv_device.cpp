@@ -34,7 +34,7 @@ const ArchFacts& arch_facts(const std::string& arch) {
   // Parameter offsets measured with ptxas 13.0 (reference/nv-qcom-stack.md §0.3); the largest SM
   // shared-memory configuration per architecture (A100 164 KiB, Ada 100 KiB, H100 228 KiB).
   static const ArchFacts kFacts[] = {
-      {"sm_80", 0x160, 164, 12}, {"sm_86", 0x160, 100, 12}, {"sm_89", 0x160, 100, 12},
+      {"sm_80", 0x160, 164, 12}, {"sm_86", 0x160, 100, 12},  {"sm_89", 0x160, 100, 12},
       {"sm_90", 0x210, 228, 12}, {"sm_100", 0x380, 228, 12}, {"sm_120", 0x380, 100, 12},
   };
   for (const ArchFacts& f : kFacts)
@@ -240,7 +240,8 @@ void NvDevice::sleep_for_progress(std::chrono::microseconds max) {
 
 void NvDevice::check_errors() {
   if (!channels_live_ || failed()) return;
-  if (auto fault = way_in_->check_faults()) fail(fault->what + " while running " + work_in_flight() + (fault->hint.empty() ? "" : "; " + fault->hint));
+  if (auto fault = way_in_->check_faults())
+    fail(fault->what + " while running " + work_in_flight() + (fault->hint.empty() ? "" : "; " + fault->hint));
 }
 
 std::string NvDevice::work_in_flight() {
@@ -304,7 +305,8 @@ void NvDevice::invalidate_code() {
 
 std::shared_ptr<hcq::Program> NvDevice::load(std::shared_ptr<const codegen::CompiledKernel> kernel) {
   if (!kernel || kernel->target->name != target())
-    throw Error(name() + ": load needs a kernel compiled for " + target() + ", not " + (kernel ? std::string(kernel->target->name) : std::string("nothing")));
+    throw Error(name() + ": load needs a kernel compiled for " + target() + ", not " +
+                (kernel ? std::string(kernel->target->name) : std::string("nothing")));
   return std::make_shared<NvProgram>(*this, std::move(kernel));
 }
 

@@ -15,14 +15,14 @@ namespace ugpu::nv {
 class NvInterface;
 
 struct NvOptions {
-  std::string name = "nv";        // the device string, for messages
-  int index = 0;                  // which GPU (0 = the first valid card)
-  std::string kind = "gpu";       // DeviceInfo::kind ("emulated gpu" for emu:nv)
+  std::string name = "nv";   // the device string, for messages
+  int index = 0;             // which GPU (0 = the first valid card)
+  std::string kind = "gpu";  // DeviceInfo::kind ("emulated gpu" for emu:nv)
   // emu:nv only: the emulated GPU executes PTX (SASS is undocumented), so programs are loaded as
   // PTX text instead of a cubin from ptxas. Never set for a real GPU: it would run the text as code.
   bool emulator_runs_ptx = false;
-  uint32_t gpfifo_entries = 0x400;     // per channel
-  size_t pushbuffer_bytes = 1 << 20;   // per channel, the ring unbound queues are copied into
+  uint32_t gpfifo_entries = 0x400;    // per channel
+  size_t pushbuffer_bytes = 1 << 20;  // per channel, the ring unbound queues are copied into
 };
 
 // The device over an opened way in; throws Error for an architecture ugpu does not launch kernels on.
@@ -33,7 +33,7 @@ std::unique_ptr<hcq::Device> open_nv(std::unique_ptr<NvInterface> way_in, const 
 struct PushSnapshot {
   std::vector<uint32_t> words;
   bool copy = false;
-  uint32_t qmd_major = 0;               // the QMD version the device builds
+  uint32_t qmd_major = 0;                   // the QMD version the device builds
   std::vector<std::vector<uint32_t>> qmds;  // the QMDs the submission launches (compute), in order
 };
 PushSnapshot last_submission(hcq::Device& dev, bool copy);

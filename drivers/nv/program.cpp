@@ -95,7 +95,9 @@ NvProgram::NvProgram(NvDevice& dev, std::shared_ptr<const codegen::CompiledKerne
       config_kib = kib;
       break;
     }
-  if (!config_kib) throw Error(what + ": " + std::to_string(shared) + " bytes of shared memory; " + arch.arch + " has " + std::to_string(arch.max_shared_kib) + " KiB");
+  if (!config_kib)
+    throw Error(what + ": " + std::to_string(shared) + " bytes of shared memory; " + arch.arch + " has " + std::to_string(arch.max_shared_kib) +
+                " KiB");
   launch.program_address = code.va + entry_offset;
   launch.program_prefetch_bytes = static_cast<uint32_t>(std::min<uint64_t>(image.size() - entry_offset, 0x1ffu << 8));
   launch.registers = registers;

@@ -34,13 +34,9 @@ class NvQueueBase : public NvQueue {
     put32(execute);
   }
   void emit_wait(Val s, Val v) override { semaphore(s, v, m::host::sem::kAcqCircGeq | m::host::sem::kPayload64); }
-  void emit_signal(Val s, Val v) override {
-    semaphore(s, v, m::host::sem::kRelease | m::host::sem::kReleaseWfi | m::host::sem::kPayload64);
-  }
+  void emit_signal(Val s, Val v) override { semaphore(s, v, m::host::sem::kRelease | m::host::sem::kReleaseWfi | m::host::sem::kPayload64); }
   // The semaphore writes its payload at +0 and the timestamp at +8: a timestamp signal carries no value.
-  void emit_timestamp(Val s) override {
-    semaphore(s, Val(0), m::host::sem::kRelease | m::host::sem::kReleaseWfi | m::host::sem::kReleaseTimestamp);
-  }
+  void emit_timestamp(Val s) override { semaphore(s, Val(0), m::host::sem::kRelease | m::host::sem::kReleaseWfi | m::host::sem::kReleaseTimestamp); }
 };
 
 class ComputeQueue final : public NvQueueBase {
@@ -139,7 +135,7 @@ class ComputeQueue final : public NvQueueBase {
   }
 
  private:
-  size_t chain_from_ = 0;  // recorded() right after the last launch
+  size_t chain_from_ = 0;                              // recorded() right after the last launch
   std::array<uint32_t, m::kQmdMaxDwords> last_qmd_{};  // a host copy of the last launch's QMD, for chaining
 };
 
@@ -154,7 +150,9 @@ class CopyQueue final : public NvQueueBase {
 
  protected:
   void emit_memory_barrier() override { put32(m::method_header(m::SecOp::Immediate, 0, m::host::WFI, 1)); }
-  void emit_exec(const hcq::Program& hp, const hcq::Kernargs&) override { throw Error(dev_.name() + ": the copy queue runs no kernels; exec " + hp.name + " on a compute queue"); }
+  void emit_exec(const hcq::Program& hp, const hcq::Kernargs&) override {
+    throw Error(dev_.name() + ": the copy queue runs no kernels; exec " + hp.name + " on a compute queue");
+  }
   void emit_copy(Val dst, Val src, uint64_t bytes) override {
     for (uint64_t off = 0; off < bytes; off += kCopyChunk) {
       uint64_t n = std::min(kCopyChunk, bytes - off);

@@ -49,7 +49,9 @@ uint64_t GpuContext::clock() {
   return static_cast<uint64_t>(ns) / 10;
 }
 
-QueueEngine::QueueEngine(GpuContext& gpu, QueueSetup s) : gpu_(gpu), s_(s) { thread_ = std::thread([this] { loop(); }); }
+QueueEngine::QueueEngine(GpuContext& gpu, QueueSetup s) : gpu_(gpu), s_(s) {
+  thread_ = std::thread([this] { loop(); });
+}
 
 QueueEngine::~QueueEngine() {
   stop_ = true, interrupt_ = true;
@@ -94,7 +96,8 @@ bool QueueEngine::device_fault(const std::string& what) {
   if (where_.known) {
     at = " at ring dword " + hex(where_.ring_dword);
     if (where_.packet) at += " (" + std::string(where_.packet->name) + ")";
-    if (where_.ib) at += ", IB " + hex(where_.ib) + " dword " + hex(where_.ib_dword) + (where_.ib_packet ? " (" + std::string(where_.ib_packet->name) + ")" : "");
+    if (where_.ib)
+      at += ", IB " + hex(where_.ib) + " dword " + hex(where_.ib_dword) + (where_.ib_packet ? " (" + std::string(where_.ib_packet->name) + ")" : "");
   }
   gpu_.on_device_fault(std::string(q) + " queue " + std::to_string(s_.id) + at + ": " + what);
   return false;
@@ -187,7 +190,8 @@ bool QueueEngine::run_ib(uint64_t va, uint64_t dwords, int depth) {
 bool QueueEngine::pm4(const DecodedPacket& p, int depth) {
   const hw::amd::PacketFormat* f = p.format;
   auto mem_write = [&](uint64_t va, uint64_t v, int bytes, const char* what) {
-    if (va % static_cast<uint64_t>(bytes)) return device_fault(std::string(what) + " address " + hex(va) + " is not " + std::to_string(bytes) + "-byte aligned");
+    if (va % static_cast<uint64_t>(bytes))
+      return device_fault(std::string(what) + " address " + hex(va) + " is not " + std::to_string(bytes) + "-byte aligned");
     uint8_t* h = at(va, static_cast<uint64_t>(bytes), Access::Write, what);
     if (!h) return false;
     bytes == 4 ? store<uint32_t>(h, static_cast<uint32_t>(v)) : store<uint64_t>(h, v);
@@ -217,7 +221,8 @@ bool QueueEngine::pm4(const DecodedPacket& p, int depth) {
     using R = pm4::ReleaseMem;
     uint64_t ev = p.get(R::event_type), idx = p.get(R::event_index);
     if (!((ev == pm4::kEventCacheFlushAndInvTs || ev == pm4::kEventBottomOfPipeTs) && idx == pm4::kEventIndexEndOfPipe))
-      return device_fault("RELEASE_MEM event " + std::to_string(ev) + " index " + std::to_string(idx) + " is not an end-of-pipe event the emulator models");
+      return device_fault("RELEASE_MEM event " + std::to_string(ev) + " index " + std::to_string(idx) +
+                          " is not an end-of-pipe event the emulator models");
     uint64_t addr = p.get(R::address), data = p.get(R::data);
     switch (p.get(R::data_sel)) {
       case pm4::kDataNone: break;
@@ -255,7 +260,8 @@ bool QueueEngine::pm4(const DecodedPacket& p, int depth) {
     uint32_t poll = static_cast<uint32_t>(addr), write = static_cast<uint32_t>(addr >> 32);
     uint32_t req = gpu_.bases.nbio[gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_REQ.segment] + gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_REQ.offset;
     uint32_t done = gpu_.bases.nbio[gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE.segment] + gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE.offset;
-    if (p.get(W::operation) == 1 && write != req) return device_fault("WAIT_REG_MEM writes register " + hex(write) + ", which the emulator does not model");
+    if (p.get(W::operation) == 1 && write != req)
+      return device_fault("WAIT_REG_MEM writes register " + hex(write) + ", which the emulator does not model");
     if (poll != done) return device_fault("WAIT_REG_MEM polls register " + hex(poll) + ", which the emulator does not model");
     if (p.get(W::operation) == 1) hdp_flush_ = ref;
     if (!compare(fn, hdp_flush_ & mask, ref)) return device_fault("WAIT_REG_MEM on HDP_FLUSH_DONE would never complete (no flush was requested)");
@@ -346,9 +352,7 @@ bool QueueEngine::dispatch(const DecodedPacket& p) {
   try {
     std::lock_guard lock(gpu_.executor_mu);
     res = gpu_.executor.run(d, o);
-  } catch (const std::exception& e) {
-    return device_fault(std::string("dispatch refused: ") + e.what());
-  }
+  } catch (const std::exception& e) { return device_fault(std::string("dispatch refused: ") + e.what()); }
   ++gpu_.dispatches;
   gpu_.wave_instructions += res.wave_instructions;
   if (!res.fault) return true;

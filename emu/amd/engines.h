@@ -75,7 +75,7 @@ class QueueEngine {
 
   GpuContext& gpu_;
   QueueSetup s_;
-  uint64_t rptr_ = 0;  // PM4: dwords; SDMA: bytes — consumed, ever
+  uint64_t rptr_ = 0;                 // PM4: dwords; SDMA: bytes — consumed, ever
   std::array<uint32_t, 0x400> sh_{};  // SET_SH_REG space (0x2c00..0x3000)
   uint32_t hdp_flush_ = 0;            // the last HDP flush request (the handshake's DONE register reads it back)
   // The packet being executed, for fault messages (text is made only when a fault happens).

@@ -33,7 +33,9 @@ uint64_t FifoContext::timestamp_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-Channel::Channel(FifoContext& fifo, ChannelSetup s) : fifo_(fifo), s_(std::move(s)) { thread_ = std::thread([this] { loop(); }); }
+Channel::Channel(FifoContext& fifo, ChannelSetup s) : fifo_(fifo), s_(std::move(s)) {
+  thread_ = std::thread([this] { loop(); });
+}
 
 Channel::~Channel() { stop(); }
 
@@ -96,7 +98,9 @@ bool Channel::run_entry(uint64_t raw, uint32_t index) {
   if (e.dwords == 0) return true;  // a control entry (NOP): nothing to fetch
   GpuMemory::Use use(fifo_.memory);
   auto span = fifo_.memory.translate(e.address, uint64_t{e.dwords} * 4, Access::Read);
-  if (!span) return mmu_fault(e.address, Access::Read, "the pushbuffer segment of GPFIFO entry " + std::to_string(index) + " (" + std::to_string(e.dwords) + " dwords)");
+  if (!span)
+    return mmu_fault(e.address, Access::Read,
+                     "the pushbuffer segment of GPFIFO entry " + std::to_string(index) + " (" + std::to_string(e.dwords) + " dwords)");
   const uint32_t* words = reinterpret_cast<const uint32_t*>(span->host + (e.address - span->device));
   hwnv::PushbufferReader r(std::span<const uint32_t>(words, e.dwords));
   MethodWrite w;
@@ -241,9 +245,7 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
   hwnv::QmdLaunch l;
   try {
     l = hwnv::decode_qmd(*layout, std::span<const uint32_t>(words, layout->bytes / 4));
-  } catch (const Error& e) {
-    return fault("QMD at " + hex(qmd_address) + ": " + e.what());
-  }
+  } catch (const Error& e) { return fault("QMD at " + hex(qmd_address) + ": " + e.what()); }
   at_.qmd = qmd_address;
   // The program image: PTX text at program_address (the emulated GPU's stand-in for SASS).
   auto it = programs_.find(l.program_address);
@@ -257,7 +259,8 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
     const char* text = reinterpret_cast<const char*>(span->host + (l.program_address - span->device));
     size_t avail = std::min<uint64_t>(span->size - (l.program_address - span->device), kMaxProgramBytes);
     size_t len = strnlen(text, avail);
-    if (len == avail) return fault("the program at " + hex(l.program_address) + " is not NUL-terminated PTX text within " + std::to_string(avail) + " bytes");
+    if (len == avail)
+      return fault("the program at " + hex(l.program_address) + " is not NUL-terminated PTX text within " + std::to_string(avail) + " bytes");
     try {
       module = parse_ptx(std::string_view(text, len));
     } catch (const Error& e) {
@@ -298,9 +301,7 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
   try {
     GpuMemory::Use use(fifo_.memory);
     r = run_ptx(pl, o);
-  } catch (const Error& e) {
-    return fault("launch of kernel " + entry->name + ": " + e.what());
-  }
+  } catch (const Error& e) { return fault("launch of kernel " + entry->name + ": " + e.what()); }
   ++fifo_.launches;
   fifo_.ptx_instructions += r.instructions;
   if (r.fault) {
@@ -333,16 +334,27 @@ bool Channel::copy_method(const MethodWrite& w) {
   copy_[w.method] = w.value;
   if (w.method != c::LAUNCH_DMA) {
     switch (w.method) {
-      case c::SET_SEMAPHORE_A: case c::SET_SEMAPHORE_B: case c::SET_SEMAPHORE_PAYLOAD: case c::SET_SEMAPHORE_PAYLOAD_UPPER:
-      case c::OFFSET_IN_UPPER: case c::OFFSET_IN_LOWER: case c::OFFSET_OUT_UPPER: case c::OFFSET_OUT_LOWER:
-      case c::PITCH_IN: case c::PITCH_OUT: case c::LINE_LENGTH_IN: case c::LINE_COUNT: return true;
-      default: return fault(hwnv::describe_method(hwnv::Engine::Copy, w.method, w.value) + ": a copy-engine method this GPU model does not implement");
+      case c::SET_SEMAPHORE_A:
+      case c::SET_SEMAPHORE_B:
+      case c::SET_SEMAPHORE_PAYLOAD:
+      case c::SET_SEMAPHORE_PAYLOAD_UPPER:
+      case c::OFFSET_IN_UPPER:
+      case c::OFFSET_IN_LOWER:
+      case c::OFFSET_OUT_UPPER:
+      case c::OFFSET_OUT_LOWER:
+      case c::PITCH_IN:
+      case c::PITCH_OUT:
+      case c::LINE_LENGTH_IN:
+      case c::LINE_COUNT: return true;
+      default:
+        return fault(hwnv::describe_method(hwnv::Engine::Copy, w.method, w.value) + ": a copy-engine method this GPU model does not implement");
     }
   }
   uint32_t v = w.value;
   uint32_t transfer = v & ld::kTransferMask;
   uint32_t known = ld::kTransferMask | ld::kFlush | ld::kSemaphoreMask | ld::kSrcPitch | ld::kDstPitch | ld::kPayload64;
-  if (v & ~known) return fault(hwnv::describe_method(hwnv::Engine::Copy, w.method, v) + ": only pitch-linear virtual copies and semaphores are modelled");
+  if (v & ~known)
+    return fault(hwnv::describe_method(hwnv::Engine::Copy, w.method, v) + ": only pitch-linear virtual copies and semaphores are modelled");
   if (transfer) {
     if (transfer == 3) return fault("LAUNCH_DMA data transfer type 3 is reserved");
     if (!(v & ld::kSrcPitch) || !(v & ld::kDstPitch)) return fault("LAUNCH_DMA " + hex(v) + ": block-linear layouts are not modelled");
@@ -386,12 +398,9 @@ bool Channel::write_mem(uint64_t address, const void* data, size_t bytes, const 
   GpuMemory::Use use(fifo_.memory);
   uint8_t* p = fifo_.memory.host(address, bytes, Access::Write);
   if (!p) return mmu_fault(address, Access::Write, what);
-  if (bytes == 8 && address % 8 == 0)
-    __atomic_store_n(reinterpret_cast<uint64_t*>(p), *static_cast<const uint64_t*>(data), __ATOMIC_RELEASE);
-  else if (bytes == 4 && address % 4 == 0)
-    __atomic_store_n(reinterpret_cast<uint32_t*>(p), *static_cast<const uint32_t*>(data), __ATOMIC_RELEASE);
-  else
-    std::memcpy(p, data, bytes);
+  if (bytes == 8 && address % 8 == 0) __atomic_store_n(reinterpret_cast<uint64_t*>(p), *static_cast<const uint64_t*>(data), __ATOMIC_RELEASE);
+  else if (bytes == 4 && address % 4 == 0) __atomic_store_n(reinterpret_cast<uint32_t*>(p), *static_cast<const uint32_t*>(data), __ATOMIC_RELEASE);
+  else std::memcpy(p, data, bytes);
   return true;
 }
 

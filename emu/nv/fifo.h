@@ -39,11 +39,11 @@ struct FifoContext {
 };
 
 struct ChannelSetup {
-  std::string name;           // "channel 2 (HOPPER_COMPUTE_A)" in messages
-  uint32_t token = 0;         // work-submit token
-  uint64_t gpfifo_va = 0;     // the GPFIFO ring, GPU address
+  std::string name;        // "channel 2 (HOPPER_COMPUTE_A)" in messages
+  uint32_t token = 0;      // work-submit token
+  uint64_t gpfifo_va = 0;  // the GPFIFO ring, GPU address
   uint32_t entries = 0;
-  uint8_t* userd = nullptr;   // USERD (host view of the RM memory holding it)
+  uint8_t* userd = nullptr;           // USERD (host view of the RM memory holding it)
   uint8_t* error_notifier = nullptr;  // NvNotification slots (host view); null: none
   uint64_t error_notifier_bytes = 0;
 };
@@ -60,7 +60,7 @@ class Channel {
 
   // A class the RM allocated on this channel; SET_OBJECT accepts only these.
   void add_object(uint32_t cls);
-  void kick();            // the doorbell
+  void kick();                     // the doorbell
   void set_enabled(bool enabled);  // GPFIFO_SCHEDULE: a disabled channel fetches nothing
   const ChannelSetup& setup() const { return s_; }
   bool faulted() const { return faulted_; }
@@ -83,7 +83,7 @@ class Channel {
   bool write_mem(uint64_t address, const void* data, size_t bytes, const char* what);
   bool read_mem(uint64_t address, void* data, size_t bytes, const char* what);
   bool wait_until(const std::function<bool()>& ready);  // false if the channel is stopped meanwhile
-  bool fault(const std::string& message);                 // stops the channel
+  bool fault(const std::string& message);               // stops the channel
   bool mmu_fault(uint64_t address, Access access, const std::string& what);
   void notify_error(uint32_t rc_error);
 
@@ -94,7 +94,7 @@ class Channel {
   // Method state: host semaphore, compute and copy registers, by method address.
   std::map<uint32_t, uint32_t> host_, compute_, copy_;
   std::map<uint64_t, std::shared_ptr<const PtxModule>> programs_;  // the instruction cache
-  struct Location {  // the method being executed, turned into text only for a message
+  struct Location {                                                // the method being executed, turned into text only for a message
     uint32_t entry = 0;
     uint64_t segment = 0;
     uint32_t dword = 0;

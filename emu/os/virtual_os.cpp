@@ -135,10 +135,8 @@ std::string VirtualOs::place(const std::string& path) {
     std::string r = resolve(dir + "/" + parts[i], true, err);
     if (err) throw Error("VirtualOs: cannot add " + path + ": " + sys::errno_name(err) + " at " + r);
     auto it = nodes_.find(r);
-    if (it == nodes_.end())
-      nodes_[r] = std::make_shared<Node>(Node{Node::kDir, {}, {}, {}});
-    else if (it->second->kind != Node::kDir)
-      throw Error("VirtualOs: cannot add " + path + ": " + r + " is not a directory");
+    if (it == nodes_.end()) nodes_[r] = std::make_shared<Node>(Node{Node::kDir, {}, {}, {}});
+    else if (it->second->kind != Node::kDir) throw Error("VirtualOs: cannot add " + path + ": " + r + " is not a directory");
     dir = r == "/" ? "" : r;
   }
   return dir + "/" + parts.back();
@@ -178,12 +176,9 @@ void VirtualOs::set_errno_on_open(const std::string& path, int err) {
   std::lock_guard lock(mu_);
   int e;
   std::string r = resolve(path, true, e);
-  if (e)
-    throw Error("VirtualOs: set_errno_on_open(" + path + "): a directory on the way is missing (" + sys::errno_name(e) + ")");
-  if (err)
-    open_errno_[r] = err;
-  else
-    open_errno_.erase(r);
+  if (e) throw Error("VirtualOs: set_errno_on_open(" + path + "): a directory on the way is missing (" + sys::errno_name(e) + ")");
+  if (err) open_errno_[r] = err;
+  else open_errno_.erase(r);
 }
 
 int VirtualOs::add_fd(std::shared_ptr<VirtualFile> file, std::string name) {
@@ -214,8 +209,7 @@ size_t VirtualOs::mappings() const {
 std::shared_ptr<VirtualOs::OpenFile> VirtualOs::file(int fd, const char* what) const {
   std::lock_guard lock(mu_);
   auto it = fds_.find(fd);
-  if (it == fds_.end())
-    throw_os_error(EBADF, std::string(what) + " on fd " + std::to_string(fd), "it is not open in this VirtualOs");
+  if (it == fds_.end()) throw_os_error(EBADF, std::string(what) + " on fd " + std::to_string(fd), "it is not open in this VirtualOs");
   return it->second;
 }
 
@@ -231,10 +225,8 @@ int VirtualOs::open(const std::string& path, int flags) {
       int perr;
       std::string parent = resolve(r.substr(0, r.rfind('/')), true, perr);
       auto p = nodes_.find(parent);
-      if (!(flags & O_CREAT) || perr || p == nodes_.end() || p->second->kind != Node::kDir)
-        err = ENOENT;
-      else
-        it = nodes_.emplace(r, std::make_shared<Node>(Node{Node::kFile, {}, {}, {}})).first;
+      if (!(flags & O_CREAT) || perr || p == nodes_.end() || p->second->kind != Node::kDir) err = ENOENT;
+      else it = nodes_.emplace(r, std::make_shared<Node>(Node{Node::kFile, {}, {}, {}})).first;
     }
     if (!err && it->second->kind == Node::kDir && f->writable()) err = EISDIR;
     if (err) throw_os_error(err, "open " + path);
@@ -298,13 +290,11 @@ void* VirtualOs::mmap(void* addr, size_t len, int prot, int flags, int fd, uint6
   } else {
     auto f = file(fd, "mmap");
     if (f->dev) {
-      if (!(p = f->dev->mmap(offset, len, prot)))
-        throw_os_error(ENODEV, what + f->path, "the emulated driver maps nothing there");
+      if (!(p = f->dev->mmap(offset, len, prot))) throw_os_error(ENODEV, what + f->path, "the emulated driver maps nothing there");
       m.keep = f->dev;
     } else if (f->node->kind == Node::kBlock) {
       size_t cap = (f->node->block->size + kPage - 1) / kPage * kPage;
-      if (offset > cap || len > cap - offset)
-        throw_os_error(EINVAL, what + f->path, "the mapping reaches past the end of the file");
+      if (offset > cap || len > cap - offset) throw_os_error(EINVAL, what + f->path, "the mapping reaches past the end of the file");
       p = f->node->block->p + offset;
       m.keep = f->node->block;
     } else {
@@ -336,14 +326,9 @@ size_t VirtualOs::pread(int fd, std::span<uint8_t> dst, uint64_t offset) {
   std::lock_guard lock(mu_);
   std::span<const uint8_t> src;
   switch (f->node->kind) {
-    case Node::kFile:
-      src = {reinterpret_cast<const uint8_t*>(f->node->text.data()), f->node->text.size()};
-      break;
-    case Node::kBlock:
-      src = {f->node->block->p, f->node->block->size};
-      break;
-    default:
-      throw_os_error(EISDIR, what);
+    case Node::kFile: src = {reinterpret_cast<const uint8_t*>(f->node->text.data()), f->node->text.size()}; break;
+    case Node::kBlock: src = {f->node->block->p, f->node->block->size}; break;
+    default: throw_os_error(EISDIR, what);
   }
   if (offset >= src.size()) return 0;
   size_t n = std::min(dst.size(), size_t(src.size() - offset));
@@ -423,8 +408,6 @@ std::string VirtualOs::readlink(const std::string& path) {
   return it->second->text;
 }
 
-int VirtualOs::eventfd(unsigned initial, int flags) {
-  return add_fd(std::make_shared<EventFile>(initial, flags & EFD_NONBLOCK), "eventfd");
-}
+int VirtualOs::eventfd(unsigned initial, int flags) { return add_fd(std::make_shared<EventFile>(initial, flags & EFD_NONBLOCK), "eventfd"); }
 
 }  // namespace ugpu::emu

@@ -66,8 +66,8 @@ class VirtualOs : public sys::Os {
   std::span<uint8_t> add_mmap_file(const std::string& path, size_t size);
   void add_device(const std::string& path, VirtualFileFactory open);
   void add_device(const std::string& path, std::shared_ptr<VirtualFile> file);  // every open shares it
-  void remove(const std::string& path);                      // with everything under it; open fds keep working (unplug)
-  void set_errno_on_open(const std::string& path, int err);  // opens of path fail with err; 0 clears
+  void remove(const std::string& path);                                         // with everything under it; open fds keep working (unplug)
+  void set_errno_on_open(const std::string& path, int err);                     // opens of path fail with err; 0 clears
   // An fd that is not in the tree (the fd VFIO_GROUP_GET_DEVICE_FD returns); name is for messages.
   int add_fd(std::shared_ptr<VirtualFile> file, std::string name);
 
@@ -98,11 +98,11 @@ class VirtualOs : public sys::Os {
   struct OpenFile;
   struct Map {
     size_t len;
-    bool anonymous;  // or pages a device mapped (map_pages): really unmapped on munmap
+    bool anonymous;              // or pages a device mapped (map_pages): really unmapped on munmap
     std::shared_ptr<void> keep;  // the block or VirtualFile the memory belongs to
   };
   std::string resolve(const std::string& path, bool follow_last, int& err) const;  // lock held
-  std::string place(const std::string& path);  // resolved path for a new node, parents made; lock held
+  std::string place(const std::string& path);                                      // resolved path for a new node, parents made; lock held
   void add(const std::string& path, std::shared_ptr<Node> node);
   std::shared_ptr<OpenFile> file(int fd, const char* what) const;
 

@@ -15,8 +15,8 @@ struct ComputeRegisters {
   const char* generation;  // "gfx11"
   uint32_t gc_major;       // the GC IP major version it serves (gfx_target_version / 10000)
   Register pgm_lo, pgm_rsrc1, pgm_rsrc3, tmpring_size, dispatch_scratch_base_lo, restart_x, user_data_0, resource_limits, start_x;
-  Register hdp_flush_req, hdp_flush_done;  // NBIO: the HDP flush handshake of a memory barrier
-  Field tmpring_waves, tmpring_wavesize;   // COMPUTE_TMPRING_SIZE
+  Register hdp_flush_req, hdp_flush_done;                                                // NBIO: the HDP flush handshake of a memory barrier
+  Field tmpring_waves, tmpring_wavesize;                                                 // COMPUTE_TMPRING_SIZE
   Field initiator_compute_shader_en, initiator_force_start_at_000, initiator_cs_w32_en;  // COMPUTE_DISPATCH_INITIATOR
 };
 

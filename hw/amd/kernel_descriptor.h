@@ -43,21 +43,19 @@ struct Field {
 
 namespace rsrc1 {
 inline constexpr Field kVgprGranules{0, 6}, kSgprGranules{6, 4}, kPriority{10, 2}, kFloatRound32{12, 2}, kFloatRound1664{14, 2},
-    kFloatDenorm32{16, 2}, kFloatDenorm1664{18, 2}, kPriv{20, 1}, kDx10Clamp{21, 1}, kDebugMode{22, 1}, kIeeeMode{23, 1},
-    kBulky{24, 1}, kCdbgUser{25, 1}, kFp16Ovfl{26, 1}, kWgpMode{29, 1}, kMemOrdered{30, 1}, kFwdProgress{31, 1};
+    kFloatDenorm32{16, 2}, kFloatDenorm1664{18, 2}, kPriv{20, 1}, kDx10Clamp{21, 1}, kDebugMode{22, 1}, kIeeeMode{23, 1}, kBulky{24, 1},
+    kCdbgUser{25, 1}, kFp16Ovfl{26, 1}, kWgpMode{29, 1}, kMemOrdered{30, 1}, kFwdProgress{31, 1};
 }
 namespace rsrc2 {
-inline constexpr Field kPrivateSegment{0, 1}, kUserSgprCount{1, 5}, kTrapHandler{6, 1}, kWorkgroupIdX{7, 1},
-    kWorkgroupIdY{8, 1}, kWorkgroupIdZ{9, 1}, kWorkgroupInfo{10, 1}, kWorkitemIdVgprs{11, 2}, kLdsGranules{15, 9},
-    kExceptions{24, 7};
+inline constexpr Field kPrivateSegment{0, 1}, kUserSgprCount{1, 5}, kTrapHandler{6, 1}, kWorkgroupIdX{7, 1}, kWorkgroupIdY{8, 1}, kWorkgroupIdZ{9, 1},
+    kWorkgroupInfo{10, 1}, kWorkitemIdVgprs{11, 2}, kLdsGranules{15, 9}, kExceptions{24, 7};
 }
 namespace rsrc3 {  // gfx10-gfx11 meanings; gfx90a/gfx94x use bits 0..5 as ACCUM_OFFSET
-inline constexpr Field kSharedVgprCount{0, 4}, kInstPrefSize{4, 6}, kTrapOnStart{10, 1}, kTrapOnEnd{11, 1}, kAccumOffset{0, 6},
-    kTgSplit{16, 1};
+inline constexpr Field kSharedVgprCount{0, 4}, kInstPrefSize{4, 6}, kTrapOnStart{10, 1}, kTrapOnEnd{11, 1}, kAccumOffset{0, 6}, kTgSplit{16, 1};
 }
 namespace code_props {
-inline constexpr Field kPrivateSegmentBuffer{0, 1}, kDispatchPtr{1, 1}, kQueuePtr{2, 1}, kKernargSegmentPtr{3, 1},
-    kDispatchId{4, 1}, kFlatScratchInit{5, 1}, kPrivateSegmentSize{6, 1}, kWavefrontSize32{10, 1}, kUsesDynamicStack{11, 1};
+inline constexpr Field kPrivateSegmentBuffer{0, 1}, kDispatchPtr{1, 1}, kQueuePtr{2, 1}, kKernargSegmentPtr{3, 1}, kDispatchId{4, 1},
+    kFlatScratchInit{5, 1}, kPrivateSegmentSize{6, 1}, kWavefrontSize32{10, 1}, kUsesDynamicStack{11, 1};
 }
 
 }  // namespace ugpu::hw::amd

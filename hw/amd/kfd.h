@@ -10,8 +10,8 @@
 
 namespace ugpu::hw::amd::kfd {
 
-inline constexpr uint32_t kMajor = 1, kMinor = 17;         // what this table describes
-inline constexpr uint32_t kMinMinorRuntimeEnable = 14;      // RUNTIME_ENABLE exists from 1.14
+inline constexpr uint32_t kMajor = 1, kMinor = 17;      // what this table describes
+inline constexpr uint32_t kMinMinorRuntimeEnable = 14;  // RUNTIME_ENABLE exists from 1.14
 
 struct GetVersion {
   uint32_t major_version, minor_version;
@@ -63,10 +63,9 @@ struct AcquireVm {
   uint32_t drm_fd, gpu_id;
 };
 namespace mem {
-inline constexpr uint32_t kVram = 1u << 0, kGtt = 1u << 1, kUserptr = 1u << 2, kDoorbell = 1u << 3, kMmioRemap = 1u << 4,
-                          kWritable = 1u << 31, kExecutable = 1u << 30, kPublic = 1u << 29, kNoSubstitute = 1u << 28,
-                          kAqlQueueMem = 1u << 27, kCoherent = 1u << 26, kUncached = 1u << 25, kExtCoherent = 1u << 24,
-                          kContiguous = 1u << 23;
+inline constexpr uint32_t kVram = 1u << 0, kGtt = 1u << 1, kUserptr = 1u << 2, kDoorbell = 1u << 3, kMmioRemap = 1u << 4, kWritable = 1u << 31,
+                          kExecutable = 1u << 30, kPublic = 1u << 29, kNoSubstitute = 1u << 28, kAqlQueueMem = 1u << 27, kCoherent = 1u << 26,
+                          kUncached = 1u << 25, kExtCoherent = 1u << 24, kContiguous = 1u << 23;
 }
 struct AllocMemoryOfGpu {
   uint64_t va_addr, size, handle, mmap_offset;
@@ -118,9 +117,9 @@ struct CwsrSizes {
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 constexpr CwsrSizes cwsr_sizes(uint32_t gfx_target_version, uint32_t cu_count) {
   uint32_t gfxv = gfx_target_version;
-  uint32_t vgpr = (gfxv / 100 * 100 == 90400 || gfxv == 90010 || gfxv == 90008) ? 0x80000
+  uint32_t vgpr = (gfxv / 100 * 100 == 90400 || gfxv == 90010 || gfxv == 90008)                              ? 0x80000
                   : (gfxv == 110000 || gfxv == 110001 || gfxv == 110501 || gfxv == 120000 || gfxv == 120001) ? 0x60000
-                                                                                                              : 0x40000;
+                                                                                                             : 0x40000;
   uint32_t per_cu = vgpr + 0x4000 /*SGPR*/ + 0x10000 /*LDS*/ + 0x1000 /*HWREG*/;
   uint32_t waves = cu_count * 32;  // gfx10+ (the 40-per-CU rule of gfx9 is not needed here)
   uint32_t wg_data = static_cast<uint32_t>(align_up(uint64_t{cu_count} * per_cu, 4096));

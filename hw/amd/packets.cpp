@@ -55,9 +55,7 @@ const PacketFormat* find_sdma(uint32_t op, uint32_t sub_op) {
 }  // namespace
 
 void put_field(std::span<uint32_t> packet, const PacketFormat& fmt, const PacketField& f, uint64_t v) {
-  auto bad = [&](const char* why) {
-    throw Error(std::string(fmt.name) + "." + f.name + " = " + hex(v) + ": " + why);
-  };
+  auto bad = [&](const char* why) { throw Error(std::string(fmt.name) + "." + f.name + " = " + hex(v) + ": " + why); };
   if (f.width == 64) {
     if (v & ((uint64_t{1} << f.align_bits) - 1)) bad(f.align_bits == 2 ? "must be 4-byte aligned" : "must be 8-byte aligned");
     packet[f.dword] = static_cast<uint32_t>(v);
@@ -106,7 +104,8 @@ DecodedPacket decode_packet(Engine e, std::span<const uint32_t> stream) {
     }
   }
   if (total > stream.size())
-    return p.truncated = true, p.error = std::string(p.format->name) + " of " + std::to_string(total) + " dwords runs past the end of the stream (" +
+    return p.truncated = true,
+           p.error = std::string(p.format->name) + " of " + std::to_string(total) + " dwords runs past the end of the stream (" +
                      std::to_string(stream.size()) + " dwords left)",
            p;
   p.words = stream.first(total);

@@ -23,8 +23,7 @@ inline constexpr uint32_t kGliInvAll = 1 << 0, kGlmWb = 1 << 4, kGlmInv = 1 << 5
                           kGl1Inv = 1 << 9, kGl2Inv = 1 << 14, kGl2Wb = 1 << 15, kSeq = 1 << 16;
 }
 namespace release_gcr {  // RELEASE_MEM's `gcr` field (bits 22:12 of dword 1), as values of that field
-inline constexpr uint32_t kGlmWb = 1 << 0, kGlmInv = 1 << 1, kGlvInv = 1 << 2, kGl1Inv = 1 << 3, kGl2Inv = 1 << 8, kGl2Wb = 1 << 9,
-                          kSeq = 1 << 10;
+inline constexpr uint32_t kGlmWb = 1 << 0, kGlmInv = 1 << 1, kGlvInv = 1 << 2, kGl1Inv = 1 << 3, kGl2Inv = 1 << 8, kGl2Wb = 1 << 9, kSeq = 1 << 10;
 }
 
 struct Nop {
@@ -46,18 +45,18 @@ struct SetUconfigReg {
 
 struct AcquireMem {
   enum F : uint8_t { coher_cntl, engine_sel, coher_size, coher_size_hi, coher_base, poll_interval, gcr_cntl };
-  static constexpr PacketField fields[] = {{"coher_cntl", 1, 0, 31, 0},    {"engine_sel", 1, 31, 1, 0},   {"coher_size", 2, 0, 32, 0},
-                                           {"coher_size_hi", 3, 0, 8, 0},  {"coher_base", 4, 0, 64, 0},   {"poll_interval", 6, 0, 16, 0},
+  static constexpr PacketField fields[] = {{"coher_cntl", 1, 0, 31, 0},   {"engine_sel", 1, 31, 1, 0}, {"coher_size", 2, 0, 32, 0},
+                                           {"coher_size_hi", 3, 0, 8, 0}, {"coher_base", 4, 0, 64, 0}, {"poll_interval", 6, 0, 16, 0},
                                            {"gcr_cntl", 7, 0, 19, 0}};
   static constexpr PacketFormat format{"ACQUIRE_MEM", Engine::Pm4, 0x58, 0, 8, false, fields};
 };
 
 struct ReleaseMem {
   enum F : uint8_t { event_type, event_index, gcr, cache_policy, execute, dst_sel, int_sel, data_sel, address, data, int_ctxid };
-  static constexpr PacketField fields[] = {
-      {"event_type", 1, 0, 6, 0}, {"event_index", 1, 8, 4, 0}, {"gcr", 1, 12, 11, 0}, {"cache_policy", 1, 25, 2, 0},
-      {"execute", 1, 28, 1, 0},   {"dst_sel", 2, 16, 2, 0},    {"int_sel", 2, 24, 3, 0}, {"data_sel", 2, 29, 3, 0},
-      {"address", 3, 0, 64, 2},   {"data", 5, 0, 64, 0},       {"int_ctxid", 7, 0, 32, 0}};
+  static constexpr PacketField fields[] = {{"event_type", 1, 0, 6, 0},    {"event_index", 1, 8, 4, 0}, {"gcr", 1, 12, 11, 0},
+                                           {"cache_policy", 1, 25, 2, 0}, {"execute", 1, 28, 1, 0},    {"dst_sel", 2, 16, 2, 0},
+                                           {"int_sel", 2, 24, 3, 0},      {"data_sel", 2, 29, 3, 0},   {"address", 3, 0, 64, 2},
+                                           {"data", 5, 0, 64, 0},         {"int_ctxid", 7, 0, 32, 0}};
   static constexpr PacketFormat format{"RELEASE_MEM", Engine::Pm4, 0x49, 0, 8, false, fields};
 };
 
@@ -65,9 +64,9 @@ struct ReleaseMem {
 // and, with operation 1 (write, wait, write), the high half the register written first.
 struct WaitRegMem {
   enum F : uint8_t { function, mem_space, operation, engine, address, reference, mask, poll_interval };
-  static constexpr PacketField fields[] = {{"function", 1, 0, 3, 0},  {"mem_space", 1, 4, 2, 0}, {"operation", 1, 6, 2, 0},
-                                           {"engine", 1, 8, 2, 0},    {"address", 2, 0, 64, 0},  {"reference", 4, 0, 32, 0},
-                                           {"mask", 5, 0, 32, 0},     {"poll_interval", 6, 0, 16, 0}};
+  static constexpr PacketField fields[] = {{"function", 1, 0, 3, 0}, {"mem_space", 1, 4, 2, 0},     {"operation", 1, 6, 2, 0},
+                                           {"engine", 1, 8, 2, 0},   {"address", 2, 0, 64, 0},      {"reference", 4, 0, 32, 0},
+                                           {"mask", 5, 0, 32, 0},    {"poll_interval", 6, 0, 16, 0}};
   static constexpr PacketFormat format{"WAIT_REG_MEM", Engine::Pm4, 0x3C, 0, 7, false, fields};
 };
 
@@ -94,7 +93,7 @@ struct EventWrite {
 // dst_sel: 0 register, 1/2/5 memory. count_sel 1 copies 64 bits.
 struct CopyData {
   enum F : uint8_t { src_sel, dst_sel, count_sel, wr_confirm, engine_sel, src, dst };
-  static constexpr PacketField fields[] = {{"src_sel", 1, 0, 4, 0},    {"dst_sel", 1, 8, 4, 0},    {"count_sel", 1, 16, 1, 0},
+  static constexpr PacketField fields[] = {{"src_sel", 1, 0, 4, 0},     {"dst_sel", 1, 8, 4, 0},     {"count_sel", 1, 16, 1, 0},
                                            {"wr_confirm", 1, 20, 1, 0}, {"engine_sel", 1, 30, 2, 0}, {"src", 2, 0, 64, 0},
                                            {"dst", 4, 0, 64, 0}};
   static constexpr PacketFormat format{"COPY_DATA", Engine::Pm4, 0x40, 0, 6, false, fields};
@@ -104,18 +103,16 @@ struct CopyData {
 // src_sel/dst_sel 0 (with sas/das 0): memory; byte_count up to 2^26 - 1 per packet.
 struct DmaData {
   enum F : uint8_t { engine, dst_sel, src_sel, cp_sync, src, dst, byte_count, sas, das, saic, daic, raw_wait, dis_wc };
-  static constexpr PacketField fields[] = {{"engine", 1, 0, 1, 0},     {"dst_sel", 1, 20, 2, 0},   {"src_sel", 1, 29, 2, 0},
-                                           {"cp_sync", 1, 31, 1, 0},   {"src", 2, 0, 64, 0},       {"dst", 4, 0, 64, 0},
-                                           {"byte_count", 6, 0, 26, 0}, {"sas", 6, 26, 1, 0},      {"das", 6, 27, 1, 0},
-                                           {"saic", 6, 28, 1, 0},      {"daic", 6, 29, 1, 0},      {"raw_wait", 6, 30, 1, 0},
+  static constexpr PacketField fields[] = {{"engine", 1, 0, 1, 0}, {"dst_sel", 1, 20, 2, 0}, {"src_sel", 1, 29, 2, 0},    {"cp_sync", 1, 31, 1, 0},
+                                           {"src", 2, 0, 64, 0},   {"dst", 4, 0, 64, 0},     {"byte_count", 6, 0, 26, 0}, {"sas", 6, 26, 1, 0},
+                                           {"das", 6, 27, 1, 0},   {"saic", 6, 28, 1, 0},    {"daic", 6, 29, 1, 0},       {"raw_wait", 6, 30, 1, 0},
                                            {"dis_wc", 6, 31, 1, 0}};
   static constexpr PacketFormat format{"DMA_DATA", Engine::Pm4, 0x50, 0, 7, false, fields};
 };
 inline constexpr uint64_t kDmaDataMaxBytes = (uint64_t{1} << 26) - 1;
 
-inline constexpr const PacketFormat* kFormats[] = {&DmaData::format, &Nop::format,          &SetShReg::format,      &SetUconfigReg::format,
-                                                   &AcquireMem::format,   &ReleaseMem::format,    &WaitRegMem::format,
-                                                   &DispatchDirect::format, &IndirectBuffer::format, &EventWrite::format,
-                                                   &CopyData::format};
+inline constexpr const PacketFormat* kFormats[] = {&DmaData::format,        &Nop::format,        &SetShReg::format,   &SetUconfigReg::format,
+                                                   &AcquireMem::format,     &ReleaseMem::format, &WaitRegMem::format, &DispatchDirect::format,
+                                                   &IndirectBuffer::format, &EventWrite::format, &CopyData::format};
 
 }  // namespace ugpu::hw::amd::pm4

@@ -15,8 +15,8 @@ std::string hex(uint64_t v) {
 constexpr MethodField kSetObject[] = {{"nvclass", 0, 16}, {"engine", 16, 5}};
 constexpr MethodField kSemAddrLo[] = {{"offset", 0, 32}};
 constexpr MethodField kSemAddrHi[] = {{"offset_upper", 0, 8}};
-constexpr MethodField kSemExecute[] = {{"operation", 0, 3},       {"acquire_switch_tsg", 12, 1}, {"release_wfi", 20, 1},
-                                       {"payload_size_64", 24, 1}, {"release_timestamp", 25, 1},  {"reduction", 27, 4},
+constexpr MethodField kSemExecute[] = {{"operation", 0, 3},          {"acquire_switch_tsg", 12, 1}, {"release_wfi", 20, 1},
+                                       {"payload_size_64", 24, 1},   {"release_timestamp", 25, 1},  {"reduction", 27, 4},
                                        {"reduction_unsigned", 31, 1}};
 constexpr MethodField kWfi[] = {{"scope_all", 0, 1}};
 constexpr MethodField kUpper17[] = {{"address_upper", 0, 17}};
@@ -25,13 +25,26 @@ constexpr MethodField kUpper8[] = {{"size_upper", 0, 8}};
 constexpr MethodField kPcas2[] = {{"pcas_action", 0, 4}, {"select", 8, 6}, {"offset_minus_one", 14, 10}};
 constexpr MethodField kNonThrottledC[] = {{"max_sm_count", 0, 9}, {"max_plural_tpc_gpc_count", 16, 8}, {"max_singleton_tpc_gpc_count", 24, 8}};
 constexpr MethodField kInvalidateShader[] = {{"instruction", 0, 1}, {"global_data", 4, 1}, {"constant", 12, 1}};
-constexpr MethodField kLaunchDma[] = {{"data_transfer_type", 0, 2}, {"flush_enable", 2, 1},    {"semaphore_type", 3, 2},
-                                      {"interrupt_type", 5, 2},     {"src_pitch", 7, 1},        {"dst_pitch", 8, 1},
-                                      {"multi_line_enable", 9, 1},  {"remap_enable", 10, 1},    {"force_rmwdisable", 11, 1},
-                                      {"src_physical", 12, 1},      {"dst_physical", 13, 1},    {"semaphore_reduction", 14, 4},
-                                      {"reduction_unsigned", 18, 1}, {"reduction_enable", 19, 1}, {"copy_type", 20, 2},
-                                      {"vprmode", 22, 1},           {"memory_scrub_enable", 23, 1}, {"flush_type_gl", 25, 1},
-                                      {"disable_plc", 26, 1},       {"semaphore_payload_64", 27, 1}};
+constexpr MethodField kLaunchDma[] = {{"data_transfer_type", 0, 2},
+                                      {"flush_enable", 2, 1},
+                                      {"semaphore_type", 3, 2},
+                                      {"interrupt_type", 5, 2},
+                                      {"src_pitch", 7, 1},
+                                      {"dst_pitch", 8, 1},
+                                      {"multi_line_enable", 9, 1},
+                                      {"remap_enable", 10, 1},
+                                      {"force_rmwdisable", 11, 1},
+                                      {"src_physical", 12, 1},
+                                      {"dst_physical", 13, 1},
+                                      {"semaphore_reduction", 14, 4},
+                                      {"reduction_unsigned", 18, 1},
+                                      {"reduction_enable", 19, 1},
+                                      {"copy_type", 20, 2},
+                                      {"vprmode", 22, 1},
+                                      {"memory_scrub_enable", 23, 1},
+                                      {"flush_type_gl", 25, 1},
+                                      {"disable_plc", 26, 1},
+                                      {"semaphore_payload_64", 27, 1}};
 
 constexpr MethodInfo kMethods[] = {
     {Engine::Host, host::SET_OBJECT, "SET_OBJECT", kSetObject},
@@ -99,7 +112,8 @@ uint32_t method_header(SecOp op, unsigned subchannel, uint32_t method, uint32_t 
   if (subchannel >= kSubchannels) throw Error("pushbuffer method header: subchannel " + std::to_string(subchannel) + " (there are 8)");
   if (method > kMaxMethod || method % 4) throw Error("pushbuffer method header: method " + hex(method) + " is not a dword address below 0x4000");
   if (count > kMaxMethodCount)
-    throw Error("pushbuffer method header: " + std::to_string(count) + (op == SecOp::Immediate ? " does not fit 13 bits of immediate data" : " data dwords (at most 8191)"));
+    throw Error("pushbuffer method header: " + std::to_string(count) +
+                (op == SecOp::Immediate ? " does not fit 13 bits of immediate data" : " data dwords (at most 8191)"));
   return static_cast<uint32_t>(op) << 29 | count << 16 | subchannel << 13 | method >> 2;
 }
 
@@ -147,12 +161,8 @@ bool PushbufferReader::next(MethodWrite& out) {
         left_ = count;
         first_ = true;
         break;
-      case SecOp::Immediate:
-        out = {subch_, static_cast<uint16_t>(method_), count, header_at_};
-        return true;
-      case SecOp::EndSegment:
-        pos_ = w_.size();
-        return false;
+      case SecOp::Immediate: out = {subch_, static_cast<uint16_t>(method_), count, header_at_}; return true;
+      case SecOp::EndSegment: pos_ = w_.size(); return false;
       case SecOp::Grp0:
         if (h == 0) break;  // a NOP dword
         [[fallthrough]];

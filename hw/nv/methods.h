@@ -69,14 +69,14 @@ constexpr uint32_t SET_SHADER_SHARED_MEMORY_WINDOW_A = 0x02a0, SET_SHADER_SHARED
                    SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B = 0x02e8, SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C = 0x02ec,
                    SET_SHADER_LOCAL_MEMORY_A = 0x0790, SET_SHADER_LOCAL_MEMORY_B = 0x0794, SET_SHADER_LOCAL_MEMORY_WINDOW_A = 0x07b0,
                    SET_SHADER_LOCAL_MEMORY_WINDOW_B = 0x07b4, INVALIDATE_SHADER_CACHES_NO_WFI = 0x1698;
-constexpr uint32_t kPcasPrefetchSchedule = 9, kPcasSchedule = 2;                       // SEND_SIGNALING_PCAS2_B.PCAS_ACTION
+constexpr uint32_t kPcasPrefetchSchedule = 9, kPcasSchedule = 2;  // SEND_SIGNALING_PCAS2_B.PCAS_ACTION
 constexpr uint32_t kInvalidateInstruction = 1u << 0, kInvalidateGlobalData = 1u << 4, kInvalidateConstant = 1u << 12;
 }  // namespace compute
 
 namespace copy {  // clc8b5.h (HOPPER_DMA_COPY_A); the same offsets on Ampere's clc6b5.h
 constexpr uint32_t SET_SEMAPHORE_A = 0x0240, SET_SEMAPHORE_B = 0x0244, SET_SEMAPHORE_PAYLOAD = 0x0248, SET_SEMAPHORE_PAYLOAD_UPPER = 0x024c,
-                   LAUNCH_DMA = 0x0300, OFFSET_IN_UPPER = 0x0400, OFFSET_IN_LOWER = 0x0404, OFFSET_OUT_UPPER = 0x0408,
-                   OFFSET_OUT_LOWER = 0x040c, PITCH_IN = 0x0410, PITCH_OUT = 0x0414, LINE_LENGTH_IN = 0x0418, LINE_COUNT = 0x041c;
+                   LAUNCH_DMA = 0x0300, OFFSET_IN_UPPER = 0x0400, OFFSET_IN_LOWER = 0x0404, OFFSET_OUT_UPPER = 0x0408, OFFSET_OUT_LOWER = 0x040c,
+                   PITCH_IN = 0x0410, PITCH_OUT = 0x0414, LINE_LENGTH_IN = 0x0418, LINE_COUNT = 0x041c;
 namespace launch {  // LAUNCH_DMA fields
 constexpr uint32_t kTransferNonPipelined = 2, kTransferPipelined = 1, kTransferMask = 0x3;
 constexpr uint32_t kFlush = 1u << 2;
@@ -92,7 +92,7 @@ struct MethodWrite {
   uint8_t subchannel = 0;
   uint16_t method = 0;  // byte address
   uint32_t value = 0;
-  uint32_t dword = 0;   // where the value (or an immediate method's header) is in the segment
+  uint32_t dword = 0;  // where the value (or an immediate method's header) is in the segment
 };
 // Walks a pushbuffer segment method write by method write, as the channel's PBDMA does. Subdevice
 // masks, the legacy Fermi-era formats and RESERVED6 are refused (ugpu never emits them).

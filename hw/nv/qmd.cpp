@@ -44,8 +44,7 @@ std::string check_layout(const QmdLayout& layout) {
   std::vector<const QmdField*> owner(nbits, nullptr);
   for (size_t i = 0; i < layout.fields.size(); ++i) {
     const QmdField& f = layout.fields[i];
-    std::string where = std::string(layout.name) + "." + f.name + " (" + std::to_string(f.hi) + ":" +
-                        std::to_string(f.lo) + ")";
+    std::string where = std::string(layout.name) + "." + f.name + " (" + std::to_string(f.hi) + ":" + std::to_string(f.lo) + ")";
     for (size_t j = 0; j < i; ++j)
       if (std::string_view(f.name) == layout.fields[j].name) problem(where + ": name appears twice");
     if (f.hi < f.lo || f.hi >= nbits) {
@@ -69,8 +68,7 @@ std::string check_layout(const QmdLayout& layout) {
   }
   for (const QmdValue& v : layout.values) {
     const QmdField* f = find_field(layout, v.field);
-    if (!f)
-      problem(std::string(layout.name) + ": value " + v.name + " names no field " + v.field);
+    if (!f) problem(std::string(layout.name) + ": value " + v.name + " names no field " + v.field);
     else if (f->width() < 32 && (v.value >> f->width()) != 0)
       problem(std::string(layout.name) + "." + v.field + ": value " + v.name + " does not fit the field");
   }

@@ -47,7 +47,7 @@ namespace ugpu::hw::nv {
 
 struct QmdField {
   const char* name;
-  uint16_t hi, lo;  // absolute bits, as the header's MW(hi:lo): bit b is bit b%32 of dword b/32
+  uint16_t hi, lo;                 // absolute bits, as the header's MW(hi:lo): bit b is bit b%32 of dword b/32
   const char* alias_of = nullptr;  // set when these bits are another field's, under a second name
 
   constexpr uint32_t width() const { return hi - lo + 1u; }

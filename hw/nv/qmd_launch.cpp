@@ -37,30 +37,57 @@ struct Names {
   bool typed;  // has qmd_type (V04, V05): must say GRID_CTA
 };
 
-constexpr Names kV03 = {{"cta_raster_width", "cta_raster_height", "cta_raster_depth"}, "register_count_v",
-                        {"program_address_lower", "program_address_upper"}, 0, "shared_memory_size", 0,
-                        {"shader_local_memory_low_size", "shader_local_memory_high_size"}, 0,
-                        "constant_buffer_addr_lower_%u", "constant_buffer_addr_upper_%u", 0, "qmd_version",
-                        {"release%u_enable", "release%u_structure_size", "release%u_payload64b", "release%u_address_lower",
-                         "release%u_address_upper", "release%u_payload_lower", "release%u_payload_upper"},
+constexpr Names kV03 = {{"cta_raster_width", "cta_raster_height", "cta_raster_depth"},
+                        "register_count_v",
+                        {"program_address_lower", "program_address_upper"},
+                        0,
+                        "shared_memory_size",
+                        0,
+                        {"shader_local_memory_low_size", "shader_local_memory_high_size"},
+                        0,
+                        "constant_buffer_addr_lower_%u",
+                        "constant_buffer_addr_upper_%u",
+                        0,
+                        "qmd_version",
+                        {"release%u_enable", "release%u_structure_size", "release%u_payload64b", "release%u_address_lower", "release%u_address_upper",
+                         "release%u_payload_lower", "release%u_payload_upper"},
                         {"dependent_qmd0_enable", "dependent_qmd0_action", "dependent_qmd0_prefetch", "dependent_qmd0_pointer"},
-                        true, false};
-constexpr Names kV04 = {{"grid_width", "grid_height", "grid_depth"}, "register_count",
-                        {"program_address_lower", "program_address_upper"}, 0, "shared_memory_size", 0,
-                        {"shader_local_memory_low_size", "shader_local_memory_high_size"}, 0,
-                        "constant_buffer_addr_lower_shifted6_%u", "constant_buffer_addr_upper_shifted6_%u", 6, "qmd_minor_version",
+                        true,
+                        false};
+constexpr Names kV04 = {{"grid_width", "grid_height", "grid_depth"},
+                        "register_count",
+                        {"program_address_lower", "program_address_upper"},
+                        0,
+                        "shared_memory_size",
+                        0,
+                        {"shader_local_memory_low_size", "shader_local_memory_high_size"},
+                        0,
+                        "constant_buffer_addr_lower_shifted6_%u",
+                        "constant_buffer_addr_upper_shifted6_%u",
+                        6,
+                        "qmd_minor_version",
                         {"release_enable_%u", "release_structure_size_%u", "release_payload64b_%u", "release_semaphore%u_addr_lower",
                          "release_semaphore%u_addr_upper", "release_semaphore%u_payload_lower", "release_semaphore%u_payload_upper"},
                         {"dependent_qmd_enable_0", "dependent_qmd_action_0", "dependent_qmd_prefetch_0", "dependent_qmd0_pointer"},
-                        true, true};
-constexpr Names kV05 = {{"grid_width", "grid_height", "grid_depth"}, "register_count",
-                        {"program_address_lower_shifted4", "program_address_upper_shifted4"}, 4, "shared_memory_size_shifted7", 7,
-                        {"shader_local_memory_low_size_shifted4", "shader_local_memory_high_size_shifted4"}, 4,
-                        "constant_buffer_addr_lower_shifted6_%u", "constant_buffer_addr_upper_shifted6_%u", 6, "qmd_minor_version",
+                        true,
+                        true};
+constexpr Names kV05 = {{"grid_width", "grid_height", "grid_depth"},
+                        "register_count",
+                        {"program_address_lower_shifted4", "program_address_upper_shifted4"},
+                        4,
+                        "shared_memory_size_shifted7",
+                        7,
+                        {"shader_local_memory_low_size_shifted4", "shader_local_memory_high_size_shifted4"},
+                        4,
+                        "constant_buffer_addr_lower_shifted6_%u",
+                        "constant_buffer_addr_upper_shifted6_%u",
+                        6,
+                        "qmd_minor_version",
                         {"release_enable_%u", "release_structure_size_%u", "release_payload64b_%u", "release_semaphore%u_addr_lower",
                          "release_semaphore%u_addr_upper", "release_semaphore%u_payload_lower", "release_semaphore%u_payload_upper"},
                         {"dependent_qmd_enable_0", "dependent_qmd_action_0", "dependent_qmd_prefetch_0", "dependent_qmd0_pointer"},
-                        false, true};
+                        false,
+                        true};
 
 const Names& names(const QmdLayout& l) { return l.major == 3 ? kV03 : l.major == 4 ? kV04 : kV05; }
 
@@ -97,13 +124,15 @@ struct Writer {
   }
   // An address or size split over a lower (32-bit) and an upper field, in units of 2^shift bytes.
   void set_split(const std::string& lower, const std::string& upper, uint64_t v, unsigned shift, const char* what) {
-    if (v & ((uint64_t{1} << shift) - 1)) throw Error(std::string("QMD ") + l.name + ": " + what + " " + hex(v) + " is not a multiple of " + std::to_string(1u << shift));
+    if (v & ((uint64_t{1} << shift) - 1))
+      throw Error(std::string("QMD ") + l.name + ": " + what + " " + hex(v) + " is not a multiple of " + std::to_string(1u << shift));
     v >>= shift;
     set(lower, v & 0xffffffffu);
     set(upper, v >> 32);
   }
   void set_units(const std::string& name, uint64_t v, unsigned shift, const char* what) {
-    if (v & ((uint64_t{1} << shift) - 1)) throw Error(std::string("QMD ") + l.name + ": " + what + " " + std::to_string(v) + " is not a multiple of " + std::to_string(1u << shift));
+    if (v & ((uint64_t{1} << shift) - 1))
+      throw Error(std::string("QMD ") + l.name + ": " + what + " " + std::to_string(v) + " is not a multiple of " + std::to_string(1u << shift));
     set(name, v >> shift);
   }
 };
@@ -231,7 +260,8 @@ void qmd_set_launch(const QmdLayout& l, std::span<uint32_t> words, const std::ar
     set(*f.block[i], block[i], "block");
   }
   if (cbank0_address & ((uint64_t{1} << f.cb_shift) - 1))
-    throw Error(std::string("QMD ") + l.name + ": constant buffer address " + hex(cbank0_address) + " is not a multiple of " + std::to_string(1u << f.cb_shift));
+    throw Error(std::string("QMD ") + l.name + ": constant buffer address " + hex(cbank0_address) + " is not a multiple of " +
+                std::to_string(1u << f.cb_shift));
   set(*f.cb_valid, 1, "constant buffer 0");
   set(*f.cb_lower, (cbank0_address >> f.cb_shift) & 0xffffffffu, "constant buffer 0 address");
   set(*f.cb_upper, cbank0_address >> f.cb_shift >> 32, "constant buffer 0 address");
@@ -254,7 +284,8 @@ QmdLaunch decode_qmd(const QmdLayout& l, std::span<const uint32_t> words) {
   Reader r{l, words};
   QmdLaunch q;
   if (r.get("qmd_major_version") != l.major || r.get(n.minor) != l.minor)
-    throw Error(std::string("the QMD's version fields say ") + std::to_string(r.get("qmd_major_version")) + "." + std::to_string(r.get(n.minor)) + ", not " + l.name);
+    throw Error(std::string("the QMD's version fields say ") + std::to_string(r.get("qmd_major_version")) + "." + std::to_string(r.get(n.minor)) +
+                ", not " + l.name);
   if (n.typed && r.get("qmd_type") != value_of(l, "qmd_type", "grid_cta")) {
     uint32_t t = static_cast<uint32_t>(r.get("qmd_type"));
     const char* name = value_name(l, field(l, "qmd_type"), t);

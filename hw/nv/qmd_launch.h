@@ -14,18 +14,18 @@
 namespace ugpu::hw::nv {
 
 struct QmdLaunch {
-  uint64_t program_address = 0;  // first instruction
-  uint32_t program_prefetch_bytes = 0;  // 0: no instruction prefetch
+  uint64_t program_address = 0;            // first instruction
+  uint32_t program_prefetch_bytes = 0;     // 0: no instruction prefetch
   std::array<uint32_t, 3> grid{1, 1, 1};   // CTAs per dimension
   std::array<uint32_t, 3> block{1, 1, 1};  // threads per CTA
   uint32_t shared_bytes = 0;               // shared memory per CTA
   uint32_t sm_shared_config = 0;           // min/target SM shared-memory configuration (KiB/4 + 1)
   uint32_t sm_shared_config_max = 0x1a;
-  uint32_t registers = 0;                  // per thread
+  uint32_t registers = 0;  // per thread
   uint32_t barriers = 1;
-  uint32_t local_low_bytes = 0;            // shader local memory per thread
+  uint32_t local_low_bytes = 0;  // shader local memory per thread
   uint32_t local_high_bytes = 0;
-  uint32_t sass_version = 0;               // 0x90 for sm_90
+  uint32_t sass_version = 0;  // 0x90 for sm_90
   struct Cbank {
     bool valid = false;
     uint64_t address = 0;
@@ -36,8 +36,8 @@ struct QmdLaunch {
     bool enable = false;
     uint64_t address = 0;
     uint64_t payload = 0;
-    bool payload64 = false;    // V04+: a 64-bit payload; V03 writes 32 bits
-    bool timestamp = true;     // four-word structure: the payload then the timestamp at +8
+    bool payload64 = false;  // V04+: a 64-bit payload; V03 writes 32 bits
+    bool timestamp = true;   // four-word structure: the payload then the timestamp at +8
   };
   std::array<Release, 2> releases{};
   struct Dependent {
@@ -66,8 +66,8 @@ std::string describe_qmd(const QmdLayout& layout, std::span<const uint32_t> word
 // What changes between launches of one program — the grid, the block and constant bank 0 — written
 // into a copy of a QMD encoded once (encode_qmd of the program's fields): the driver's per-launch path.
 // Field lookups are resolved once per layout. Throws Error like encode_qmd for values that do not fit.
-void qmd_set_launch(const QmdLayout& layout, std::span<uint32_t> words, const std::array<uint32_t, 3>& grid,
-                    const std::array<uint32_t, 3>& block, uint64_t cbank0_address, uint32_t cbank0_size);
+void qmd_set_launch(const QmdLayout& layout, std::span<uint32_t> words, const std::array<uint32_t, 3>& grid, const std::array<uint32_t, 3>& block,
+                    uint64_t cbank0_address, uint32_t cbank0_size);
 
 // Points a QMD at the one to start when it completes (QMD chaining): dependent QMD 0, SCHEDULE.
 void qmd_set_dependent(const QmdLayout& layout, std::span<uint32_t> words, uint64_t next_qmd);

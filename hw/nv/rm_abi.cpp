@@ -8,26 +8,35 @@ namespace ugpu::hw::nv {
 
 namespace {
 
-template <class Nvos46, class Vaspace, class Schedule, class ClasslistV2, class ChannelAlloc, class UvmFree,
-          class UnregisterChannel>
+template <class Nvos46, class Vaspace, class Schedule, class ClasslistV2, class ChannelAlloc, class UvmFree, class UnregisterChannel>
 constexpr AbiBranch make_branch(unsigned major, const char* name, const char* checked_against) {
   uint32_t flags2 = 0;
   if constexpr (requires(Nvos46 p) { p.flags2; }) flags2 = offsetof(Nvos46, flags2);
-  return AbiBranch{major, name, checked_against,
-                   sizeof(Nvos46), sizeof(Vaspace), sizeof(ChannelAlloc), sizeof(Schedule), sizeof(ClasslistV2),
-                   sizeof(UvmFree), sizeof(UnregisterChannel),
-                   flags2, offsetof(Nvos46, dmaOffset), offsetof(Nvos46, status),
-                   offsetof(ChannelAlloc, hUserdMemory), offsetof(ChannelAlloc, userdOffset),
-                   offsetof(ChannelAlloc, engineType), offsetof(ChannelAlloc, hObjectError),
+  return AbiBranch{major,
+                   name,
+                   checked_against,
+                   sizeof(Nvos46),
+                   sizeof(Vaspace),
+                   sizeof(ChannelAlloc),
+                   sizeof(Schedule),
+                   sizeof(ClasslistV2),
+                   sizeof(UvmFree),
+                   sizeof(UnregisterChannel),
+                   flags2,
+                   offsetof(Nvos46, dmaOffset),
+                   offsetof(Nvos46, status),
+                   offsetof(ChannelAlloc, hUserdMemory),
+                   offsetof(ChannelAlloc, userdOffset),
+                   offsetof(ChannelAlloc, engineType),
+                   offsetof(ChannelAlloc, hObjectError),
                    offsetof(UvmFree, rmStatus)};
 }
 
 // One branch namespace's structs (a namespace cannot be a template argument).
-#define UGPU_NV_BRANCH(ns, major, checked)                                                         \
-  make_branch<ns::NVOS46_PARAMETERS, ns::NV_VASPACE_ALLOCATION_PARAMETERS,                         \
-              ns::NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS, ns::NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS, \
-              ns::NV_CHANNEL_ALLOC_PARAMS, ns::UVM_FREE_PARAMS,                                    \
-              ns::UVM_UNREGISTER_CHANNEL_PARAMS>(major, #major, checked)
+#define UGPU_NV_BRANCH(ns, major, checked)                                                                                                       \
+  make_branch<ns::NVOS46_PARAMETERS, ns::NV_VASPACE_ALLOCATION_PARAMETERS, ns::NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS,                               \
+              ns::NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS, ns::NV_CHANNEL_ALLOC_PARAMS, ns::UVM_FREE_PARAMS, ns::UVM_UNREGISTER_CHANNEL_PARAMS>( \
+      major, #major, checked)
 
 }  // namespace
 
@@ -206,8 +215,7 @@ const size_t kRmStatusCount = std::size(kRmStatuses);
 
 const RmStatus* find_status(uint32_t code) {
   const RmStatus* end = kRmStatuses + kRmStatusCount;
-  const RmStatus* it =
-      std::lower_bound(kRmStatuses, end, code, [](const RmStatus& s, uint32_t c) { return s.code < c; });
+  const RmStatus* it = std::lower_bound(kRmStatuses, end, code, [](const RmStatus& s, uint32_t c) { return s.code < c; });
   return it != end && it->code == code ? it : nullptr;
 }
 
@@ -374,17 +382,28 @@ const char* rc_error_name(uint32_t rc_error) {
 }
 
 const char* mmu_fault_type_name(uint32_t fault_type) {
-  static constexpr const char* kNames[] = {"PDE", "PDE_SIZE", "PTE", "VA_LIMIT_VIOLATION", "UNBOUND_INST_BLOCK",
-                                           "PRIV_VIOLATION", "RO_VIOLATION", "WO_VIOLATION", "PITCH_MASK_VIOLATION",
-                                           "WORK_CREATION", "UNSUPPORTED_APERTURE", "COMPRESSION_FAILURE",
-                                           "UNSUPPORTED_KIND", "REGION_VIOLATION", "POISONED", "ATOMIC_VIOLATION"};
+  static constexpr const char* kNames[] = {"PDE",
+                                           "PDE_SIZE",
+                                           "PTE",
+                                           "VA_LIMIT_VIOLATION",
+                                           "UNBOUND_INST_BLOCK",
+                                           "PRIV_VIOLATION",
+                                           "RO_VIOLATION",
+                                           "WO_VIOLATION",
+                                           "PITCH_MASK_VIOLATION",
+                                           "WORK_CREATION",
+                                           "UNSUPPORTED_APERTURE",
+                                           "COMPRESSION_FAILURE",
+                                           "UNSUPPORTED_KIND",
+                                           "REGION_VIOLATION",
+                                           "POISONED",
+                                           "ATOMIC_VIOLATION"};
   return fault_type < std::size(kNames) ? kNames[fault_type] : nullptr;
 }
 
 const char* mmu_access_type_name(uint32_t access_type) {
-  static constexpr const char* kNames[] = {"VIRT_READ", "VIRT_WRITE", "VIRT_ATOMIC_STRONG", "VIRT_PREFETCH",
-                                           "VIRT_ATOMIC_WEAK", nullptr, nullptr, nullptr, "PHYS_READ", "PHYS_WRITE",
-                                           "PHYS_ATOMIC", "PHYS_PREFETCH"};
+  static constexpr const char* kNames[] = {"VIRT_READ", "VIRT_WRITE", "VIRT_ATOMIC_STRONG", "VIRT_PREFETCH", "VIRT_ATOMIC_WEAK", nullptr,
+                                           nullptr,     nullptr,      "PHYS_READ",          "PHYS_WRITE",    "PHYS_ATOMIC",      "PHYS_PREFETCH"};
   return access_type < std::size(kNames) ? kNames[access_type] : nullptr;
 }
 

@@ -26,9 +26,7 @@ namespace ugpu::hw::nv {
 // A DRF bit range `hi:lo` of a 32-bit word, as NVIDIA's headers write them.
 struct Bits {
   uint8_t hi, lo;
-  constexpr uint32_t mask() const {
-    return (hi - lo == 31 ? 0xffffffffu : ((1u << (hi - lo + 1)) - 1u)) << lo;
-  }
+  constexpr uint32_t mask() const { return (hi - lo == 31 ? 0xffffffffu : ((1u << (hi - lo + 1)) - 1u)) << lo; }
   constexpr uint32_t num(uint32_t v) const { return (v << lo) & mask(); }
   constexpr uint32_t get(uint32_t word) const { return (word & mask()) >> lo; }
 };
@@ -65,9 +63,7 @@ inline constexpr uint32_t NV_ESC_WAIT_OPEN_COMPLETE = NV_IOCTL_BASE + 18;
 
 // The request number of an RM escape carrying `size` bytes. The _IOC size field has 14 bits; larger
 // transfers go through NV_ESC_IOCTL_XFER_CMD, which ugpu does not need.
-constexpr unsigned long rm_ioctl(uint32_t nr, uint32_t size) {
-  return _IOC(_IOC_READ | _IOC_WRITE, NV_IOCTL_MAGIC, nr, size);
-}
+constexpr unsigned long rm_ioctl(uint32_t nr, uint32_t size) { return _IOC(_IOC_READ | _IOC_WRITE, NV_IOCTL_MAGIC, nr, size); }
 inline constexpr uint32_t kMaxIocSize = (1u << _IOC_SIZEBITS) - 1;
 
 // ---------------------------------------------------------------------------------------------------
@@ -134,39 +130,35 @@ struct NVOS02_PARAMETERS {  // NV_ESC_RM_ALLOC_MEMORY (OS-descriptor memory: use
   uint64_t pMemory, limit;
   uint32_t status, pad1_;
 };
-static_assert(sizeof(NVOS02_PARAMETERS) == 48 && offsetof(NVOS02_PARAMETERS, flags) == 16 &&
-              offsetof(NVOS02_PARAMETERS, pMemory) == 24 && offsetof(NVOS02_PARAMETERS, limit) == 32 &&
-              offsetof(NVOS02_PARAMETERS, status) == 40);
+static_assert(sizeof(NVOS02_PARAMETERS) == 48 && offsetof(NVOS02_PARAMETERS, flags) == 16 && offsetof(NVOS02_PARAMETERS, pMemory) == 24 &&
+              offsetof(NVOS02_PARAMETERS, limit) == 32 && offsetof(NVOS02_PARAMETERS, status) == 40);
 struct nv_ioctl_nvos02_parameters_with_fd {
   NVOS02_PARAMETERS params;
   int32_t fd, pad_;
 };
-static_assert(sizeof(nv_ioctl_nvos02_parameters_with_fd) == 56 &&
-              offsetof(nv_ioctl_nvos02_parameters_with_fd, fd) == 48);
+static_assert(sizeof(nv_ioctl_nvos02_parameters_with_fd) == 56 && offsetof(nv_ioctl_nvos02_parameters_with_fd, fd) == 48);
 
 inline constexpr Bits NVOS02_FLAGS_PHYSICALITY{7, 4};
 inline constexpr uint32_t NVOS02_FLAGS_PHYSICALITY_CONTIGUOUS = 0, NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS = 1;
 inline constexpr Bits NVOS02_FLAGS_LOCATION{11, 8};
 inline constexpr uint32_t NVOS02_FLAGS_LOCATION_PCI = 0, NVOS02_FLAGS_LOCATION_VIDMEM = 2;
 inline constexpr Bits NVOS02_FLAGS_COHERENCY{15, 12};
-inline constexpr uint32_t NVOS02_FLAGS_COHERENCY_UNCACHED = 0, NVOS02_FLAGS_COHERENCY_CACHED = 1,
-                          NVOS02_FLAGS_COHERENCY_WRITE_COMBINE = 2, NVOS02_FLAGS_COHERENCY_WRITE_THROUGH = 3,
-                          NVOS02_FLAGS_COHERENCY_WRITE_PROTECT = 4, NVOS02_FLAGS_COHERENCY_WRITE_BACK = 5;
+inline constexpr uint32_t NVOS02_FLAGS_COHERENCY_UNCACHED = 0, NVOS02_FLAGS_COHERENCY_CACHED = 1, NVOS02_FLAGS_COHERENCY_WRITE_COMBINE = 2,
+                          NVOS02_FLAGS_COHERENCY_WRITE_THROUGH = 3, NVOS02_FLAGS_COHERENCY_WRITE_PROTECT = 4, NVOS02_FLAGS_COHERENCY_WRITE_BACK = 5;
 inline constexpr Bits NVOS02_FLAGS_GPU_CACHEABLE{18, 18};
 inline constexpr uint32_t NVOS02_FLAGS_GPU_CACHEABLE_NO = 0, NVOS02_FLAGS_GPU_CACHEABLE_YES = 1;
 inline constexpr Bits NVOS02_FLAGS_ALLOC_USER_READ_ONLY{21, 21};
 inline constexpr Bits NVOS02_FLAGS_ALLOC_DEVICE_READ_ONLY{22, 22};
 inline constexpr Bits NVOS02_FLAGS_MAPPING{31, 30};
-inline constexpr uint32_t NVOS02_FLAGS_MAPPING_DEFAULT = 0, NVOS02_FLAGS_MAPPING_NO_MAP = 1,
-                          NVOS02_FLAGS_MAPPING_NEVER_MAP = 2;
+inline constexpr uint32_t NVOS02_FLAGS_MAPPING_DEFAULT = 0, NVOS02_FLAGS_MAPPING_NO_MAP = 1, NVOS02_FLAGS_MAPPING_NEVER_MAP = 2;
 
 struct NVOS21_PARAMETERS {  // NV_ESC_RM_ALLOC
   uint32_t hRoot, hObjectParent, hObjectNew, hClass;
   uint64_t pAllocParms;  // the class's alloc params; RM derives their size from hClass when paramsSize is 0
   uint32_t paramsSize, status;
 };
-static_assert(sizeof(NVOS21_PARAMETERS) == 32 && offsetof(NVOS21_PARAMETERS, pAllocParms) == 16 &&
-              offsetof(NVOS21_PARAMETERS, paramsSize) == 24 && offsetof(NVOS21_PARAMETERS, status) == 28);
+static_assert(sizeof(NVOS21_PARAMETERS) == 32 && offsetof(NVOS21_PARAMETERS, pAllocParms) == 16 && offsetof(NVOS21_PARAMETERS, paramsSize) == 24 &&
+              offsetof(NVOS21_PARAMETERS, status) == 28);
 
 struct NVOS64_PARAMETERS {  // NV_ESC_RM_ALLOC with access rights
   uint32_t hRoot, hObjectParent, hObjectNew, hClass;
@@ -182,37 +174,30 @@ struct NVOS33_PARAMETERS {  // NV_ESC_RM_MAP_MEMORY: map RM memory for the CPU; 
   uint64_t pLinearAddress;  // out: the mmap offset to use
   uint32_t status, flags;   // NVOS33_FLAGS_*
 };
-static_assert(sizeof(NVOS33_PARAMETERS) == 48 && offsetof(NVOS33_PARAMETERS, offset) == 16 &&
-              offsetof(NVOS33_PARAMETERS, length) == 24 &&
-              offsetof(NVOS33_PARAMETERS, pLinearAddress) == 32 &&
-              offsetof(NVOS33_PARAMETERS, status) == 40 && offsetof(NVOS33_PARAMETERS, flags) == 44);
+static_assert(sizeof(NVOS33_PARAMETERS) == 48 && offsetof(NVOS33_PARAMETERS, offset) == 16 && offsetof(NVOS33_PARAMETERS, length) == 24 &&
+              offsetof(NVOS33_PARAMETERS, pLinearAddress) == 32 && offsetof(NVOS33_PARAMETERS, status) == 40 &&
+              offsetof(NVOS33_PARAMETERS, flags) == 44);
 struct nv_ioctl_nvos33_parameters_with_fd {
   NVOS33_PARAMETERS params;
   int32_t fd, pad_;  // a fresh /dev/nvidiaN (vidmem) or /dev/nvidiactl (sysmem) fd, to be mmapped
 };
-static_assert(sizeof(nv_ioctl_nvos33_parameters_with_fd) == 56 &&
-              offsetof(nv_ioctl_nvos33_parameters_with_fd, fd) == 48);
+static_assert(sizeof(nv_ioctl_nvos33_parameters_with_fd) == 56 && offsetof(nv_ioctl_nvos33_parameters_with_fd, fd) == 48);
 
 inline constexpr Bits NVOS33_FLAGS_ACCESS{1, 0};
-inline constexpr uint32_t NVOS33_FLAGS_ACCESS_READ_WRITE = 0, NVOS33_FLAGS_ACCESS_READ_ONLY = 1,
-                          NVOS33_FLAGS_ACCESS_WRITE_ONLY = 2;
+inline constexpr uint32_t NVOS33_FLAGS_ACCESS_READ_WRITE = 0, NVOS33_FLAGS_ACCESS_READ_ONLY = 1, NVOS33_FLAGS_ACCESS_WRITE_ONLY = 2;
 inline constexpr Bits NVOS33_FLAGS_MAPPING{16, 15};
-inline constexpr uint32_t NVOS33_FLAGS_MAPPING_DEFAULT = 0, NVOS33_FLAGS_MAPPING_DIRECT = 1,
-                          NVOS33_FLAGS_MAPPING_REFLECTED = 2;
+inline constexpr uint32_t NVOS33_FLAGS_MAPPING_DEFAULT = 0, NVOS33_FLAGS_MAPPING_DIRECT = 1, NVOS33_FLAGS_MAPPING_REFLECTED = 2;
 inline constexpr Bits NVOS33_FLAGS_MAP_FIXED{18, 18};
 inline constexpr Bits NVOS33_FLAGS_CACHING_TYPE{25, 23};
-inline constexpr uint32_t NVOS33_FLAGS_CACHING_TYPE_CACHED = 0, NVOS33_FLAGS_CACHING_TYPE_UNCACHED = 1,
-                          NVOS33_FLAGS_CACHING_TYPE_WRITECOMBINED = 2,
-                          NVOS33_FLAGS_CACHING_TYPE_WRITEBACK = 5, NVOS33_FLAGS_CACHING_TYPE_DEFAULT = 6,
-                          NVOS33_FLAGS_CACHING_TYPE_UNCACHED_WEAK = 7;
+inline constexpr uint32_t NVOS33_FLAGS_CACHING_TYPE_CACHED = 0, NVOS33_FLAGS_CACHING_TYPE_UNCACHED = 1, NVOS33_FLAGS_CACHING_TYPE_WRITECOMBINED = 2,
+                          NVOS33_FLAGS_CACHING_TYPE_WRITEBACK = 5, NVOS33_FLAGS_CACHING_TYPE_DEFAULT = 6, NVOS33_FLAGS_CACHING_TYPE_UNCACHED_WEAK = 7;
 
 struct NVOS34_PARAMETERS {  // NV_ESC_RM_UNMAP_MEMORY
   uint32_t hClient, hDevice, hMemory, pad0_;
   uint64_t pLinearAddress;
   uint32_t status, flags;
 };
-static_assert(sizeof(NVOS34_PARAMETERS) == 32 && offsetof(NVOS34_PARAMETERS, pLinearAddress) == 16 &&
-              offsetof(NVOS34_PARAMETERS, status) == 24);
+static_assert(sizeof(NVOS34_PARAMETERS) == 32 && offsetof(NVOS34_PARAMETERS, pLinearAddress) == 16 && offsetof(NVOS34_PARAMETERS, status) == 24);
 
 // NVOS46 (MAP_MEMORY_DMA) changes size at 580 and lives in the branch namespaces; its flags do not.
 inline constexpr Bits NVOS46_FLAGS_ACCESS{1, 0};
@@ -222,9 +207,8 @@ inline constexpr Bits NVOS46_FLAGS_CACHE_SNOOP{4, 4};
 inline constexpr uint32_t NVOS46_FLAGS_CACHE_SNOOP_DISABLE = 0, NVOS46_FLAGS_CACHE_SNOOP_ENABLE = 1;
 inline constexpr Bits NVOS46_FLAGS_SHADER_ACCESS{7, 6};
 inline constexpr Bits NVOS46_FLAGS_PAGE_SIZE{11, 8};
-inline constexpr uint32_t NVOS46_FLAGS_PAGE_SIZE_DEFAULT = 0, NVOS46_FLAGS_PAGE_SIZE_4KB = 1,
-                          NVOS46_FLAGS_PAGE_SIZE_BIG = 2, NVOS46_FLAGS_PAGE_SIZE_BOTH = 3,
-                          NVOS46_FLAGS_PAGE_SIZE_HUGE = 4, NVOS46_FLAGS_PAGE_SIZE_512M = 5;
+inline constexpr uint32_t NVOS46_FLAGS_PAGE_SIZE_DEFAULT = 0, NVOS46_FLAGS_PAGE_SIZE_4KB = 1, NVOS46_FLAGS_PAGE_SIZE_BIG = 2,
+                          NVOS46_FLAGS_PAGE_SIZE_BOTH = 3, NVOS46_FLAGS_PAGE_SIZE_HUGE = 4, NVOS46_FLAGS_PAGE_SIZE_512M = 5;
 inline constexpr Bits NVOS46_FLAGS_DMA_OFFSET_GROWS{14, 14};
 inline constexpr Bits NVOS46_FLAGS_DMA_OFFSET_FIXED{15, 15};
 inline constexpr uint32_t NVOS46_FLAGS_DMA_OFFSET_FIXED_FALSE = 0, NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE = 1;
@@ -237,8 +221,8 @@ struct NVOS47_PARAMETERS {  // NV_ESC_RM_UNMAP_MEMORY_DMA
   uint64_t dmaOffset, size;
   uint32_t status, pad1_;
 };
-static_assert(sizeof(NVOS47_PARAMETERS) == 48 && offsetof(NVOS47_PARAMETERS, dmaOffset) == 24 &&
-              offsetof(NVOS47_PARAMETERS, size) == 32 && offsetof(NVOS47_PARAMETERS, status) == 40);
+static_assert(sizeof(NVOS47_PARAMETERS) == 48 && offsetof(NVOS47_PARAMETERS, dmaOffset) == 24 && offsetof(NVOS47_PARAMETERS, size) == 32 &&
+              offsetof(NVOS47_PARAMETERS, status) == 40);
 
 struct NVOS54_PARAMETERS {  // NV_ESC_RM_CONTROL
   uint32_t hClient, hObject, cmd;
@@ -247,10 +231,9 @@ struct NVOS54_PARAMETERS {  // NV_ESC_RM_CONTROL
   uint32_t paramsSize;  // must equal RM's size for `cmd`, else NV_ERR_INVALID_PARAM_STRUCT
   uint32_t status;
 };
-static_assert(sizeof(NVOS54_PARAMETERS) == 32 && offsetof(NVOS54_PARAMETERS, params) == 16 &&
-              offsetof(NVOS54_PARAMETERS, paramsSize) == 24 && offsetof(NVOS54_PARAMETERS, status) == 28);
-inline constexpr uint32_t NVOS54_FLAGS_NONE = 0, NVOS54_FLAGS_IRQL_RAISED = 1, NVOS54_FLAGS_LOCK_BYPASS = 2,
-                          NVOS54_FLAGS_FINN_SERIALIZED = 4;
+static_assert(sizeof(NVOS54_PARAMETERS) == 32 && offsetof(NVOS54_PARAMETERS, params) == 16 && offsetof(NVOS54_PARAMETERS, paramsSize) == 24 &&
+              offsetof(NVOS54_PARAMETERS, status) == 28);
+inline constexpr uint32_t NVOS54_FLAGS_NONE = 0, NVOS54_FLAGS_IRQL_RAISED = 1, NVOS54_FLAGS_LOCK_BYPASS = 2, NVOS54_FLAGS_FINN_SERIALIZED = 4;
 
 struct nv_pci_info_t {
   uint32_t domain;
@@ -271,12 +254,9 @@ struct nv_ioctl_card_info_t {
   uint8_t dev_name[10];
   uint8_t pad2_[2];
 };
-static_assert(sizeof(nv_ioctl_card_info_t) == 72 && offsetof(nv_ioctl_card_info_t, pci_info) == 4 &&
-              offsetof(nv_ioctl_card_info_t, gpu_id) == 16 &&
-              offsetof(nv_ioctl_card_info_t, reg_address) == 24 &&
-              offsetof(nv_ioctl_card_info_t, fb_size) == 48 &&
-              offsetof(nv_ioctl_card_info_t, minor_number) == 56 &&
-              offsetof(nv_ioctl_card_info_t, dev_name) == 60);
+static_assert(sizeof(nv_ioctl_card_info_t) == 72 && offsetof(nv_ioctl_card_info_t, pci_info) == 4 && offsetof(nv_ioctl_card_info_t, gpu_id) == 16 &&
+              offsetof(nv_ioctl_card_info_t, reg_address) == 24 && offsetof(nv_ioctl_card_info_t, fb_size) == 48 &&
+              offsetof(nv_ioctl_card_info_t, minor_number) == 56 && offsetof(nv_ioctl_card_info_t, dev_name) == 60);
 
 struct nv_ioctl_register_fd_t {
   int32_t ctl_fd;
@@ -314,25 +294,17 @@ struct NV_MEMORY_ALLOCATION_PARAMS {
   int32_t numaNode;
   uint32_t pad1_;
 };
-static_assert(sizeof(NV_MEMORY_ALLOCATION_PARAMS) == 128 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, attr) == 24 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, attr2) == 28 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, format) == 32 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, rangeLo) == 48 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, size) == 64 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, alignment) == 72 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, offset) == 80 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, limit) == 88 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, address) == 96 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, hVASpace) == 108 &&
-              offsetof(NV_MEMORY_ALLOCATION_PARAMS, numaNode) == 120);
+static_assert(sizeof(NV_MEMORY_ALLOCATION_PARAMS) == 128 && offsetof(NV_MEMORY_ALLOCATION_PARAMS, attr) == 24 &&
+              offsetof(NV_MEMORY_ALLOCATION_PARAMS, attr2) == 28 && offsetof(NV_MEMORY_ALLOCATION_PARAMS, format) == 32 &&
+              offsetof(NV_MEMORY_ALLOCATION_PARAMS, rangeLo) == 48 && offsetof(NV_MEMORY_ALLOCATION_PARAMS, size) == 64 &&
+              offsetof(NV_MEMORY_ALLOCATION_PARAMS, alignment) == 72 && offsetof(NV_MEMORY_ALLOCATION_PARAMS, offset) == 80 &&
+              offsetof(NV_MEMORY_ALLOCATION_PARAMS, limit) == 88 && offsetof(NV_MEMORY_ALLOCATION_PARAMS, address) == 96 &&
+              offsetof(NV_MEMORY_ALLOCATION_PARAMS, hVASpace) == 108 && offsetof(NV_MEMORY_ALLOCATION_PARAMS, numaNode) == 120);
 
-inline constexpr uint32_t NVOS32_TYPE_IMAGE = 0, NVOS32_TYPE_DEPTH = 1, NVOS32_TYPE_TEXTURE = 2,
-                          NVOS32_TYPE_VIDEO = 3, NVOS32_TYPE_FONT = 4, NVOS32_TYPE_CURSOR = 5,
-                          NVOS32_TYPE_DMA = 6, NVOS32_TYPE_INSTANCE = 7, NVOS32_TYPE_PRIMARY = 8,
-                          NVOS32_TYPE_ZCULL = 9, NVOS32_TYPE_UNUSED = 10, NVOS32_TYPE_SHADER_PROGRAM = 11,
-                          NVOS32_TYPE_OWNER_RM = 12, NVOS32_TYPE_NOTIFIER = 13, NVOS32_TYPE_RESERVED = 14,
-                          NVOS32_TYPE_PMA = 15, NVOS32_TYPE_STENCIL = 16;
+inline constexpr uint32_t NVOS32_TYPE_IMAGE = 0, NVOS32_TYPE_DEPTH = 1, NVOS32_TYPE_TEXTURE = 2, NVOS32_TYPE_VIDEO = 3, NVOS32_TYPE_FONT = 4,
+                          NVOS32_TYPE_CURSOR = 5, NVOS32_TYPE_DMA = 6, NVOS32_TYPE_INSTANCE = 7, NVOS32_TYPE_PRIMARY = 8, NVOS32_TYPE_ZCULL = 9,
+                          NVOS32_TYPE_UNUSED = 10, NVOS32_TYPE_SHADER_PROGRAM = 11, NVOS32_TYPE_OWNER_RM = 12, NVOS32_TYPE_NOTIFIER = 13,
+                          NVOS32_TYPE_RESERVED = 14, NVOS32_TYPE_PMA = 15, NVOS32_TYPE_STENCIL = 16;
 
 inline constexpr uint32_t NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT = 0x00000001;
 inline constexpr uint32_t NVOS32_ALLOC_FLAGS_FORCE_MEM_GROWS_UP = 0x00000002;
@@ -351,44 +323,35 @@ inline constexpr uint32_t NVOS32_ALLOC_FLAGS_PROTECTED = 0x01000000;
 inline constexpr uint32_t NVOS32_ALLOC_FLAGS_SPARSE = 0x04000000;
 
 inline constexpr Bits NVOS32_ATTR_COMPR{13, 12};
-inline constexpr uint32_t NVOS32_ATTR_COMPR_NONE = 0, NVOS32_ATTR_COMPR_REQUIRED = 1,
-                          NVOS32_ATTR_COMPR_ANY = 2;
+inline constexpr uint32_t NVOS32_ATTR_COMPR_NONE = 0, NVOS32_ATTR_COMPR_REQUIRED = 1, NVOS32_ATTR_COMPR_ANY = 2;
 inline constexpr Bits NVOS32_ATTR_FORMAT{17, 16};
-inline constexpr uint32_t NVOS32_ATTR_FORMAT_PITCH = 0, NVOS32_ATTR_FORMAT_SWIZZLED = 1,
-                          NVOS32_ATTR_FORMAT_BLOCK_LINEAR = 2;
+inline constexpr uint32_t NVOS32_ATTR_FORMAT_PITCH = 0, NVOS32_ATTR_FORMAT_SWIZZLED = 1, NVOS32_ATTR_FORMAT_BLOCK_LINEAR = 2;
 // BIG is 64 KiB (128 KiB where the VA space says so); HUGE is 2 MiB unless NVOS32_ATTR2_PAGE_SIZE_HUGE
 // says otherwise.
 inline constexpr Bits NVOS32_ATTR_PAGE_SIZE{24, 23};
-inline constexpr uint32_t NVOS32_ATTR_PAGE_SIZE_DEFAULT = 0, NVOS32_ATTR_PAGE_SIZE_4KB = 1,
-                          NVOS32_ATTR_PAGE_SIZE_BIG = 2, NVOS32_ATTR_PAGE_SIZE_HUGE = 3;
+inline constexpr uint32_t NVOS32_ATTR_PAGE_SIZE_DEFAULT = 0, NVOS32_ATTR_PAGE_SIZE_4KB = 1, NVOS32_ATTR_PAGE_SIZE_BIG = 2,
+                          NVOS32_ATTR_PAGE_SIZE_HUGE = 3;
 inline constexpr Bits NVOS32_ATTR_LOCATION{26, 25};
-inline constexpr uint32_t NVOS32_ATTR_LOCATION_VIDMEM = 0, NVOS32_ATTR_LOCATION_PCI = 1,
-                          NVOS32_ATTR_LOCATION_ANY = 3;
+inline constexpr uint32_t NVOS32_ATTR_LOCATION_VIDMEM = 0, NVOS32_ATTR_LOCATION_PCI = 1, NVOS32_ATTR_LOCATION_ANY = 3;
 inline constexpr Bits NVOS32_ATTR_PHYSICALITY{28, 27};
-inline constexpr uint32_t NVOS32_ATTR_PHYSICALITY_DEFAULT = 0, NVOS32_ATTR_PHYSICALITY_NONCONTIGUOUS = 1,
-                          NVOS32_ATTR_PHYSICALITY_CONTIGUOUS = 2,
+inline constexpr uint32_t NVOS32_ATTR_PHYSICALITY_DEFAULT = 0, NVOS32_ATTR_PHYSICALITY_NONCONTIGUOUS = 1, NVOS32_ATTR_PHYSICALITY_CONTIGUOUS = 2,
                           NVOS32_ATTR_PHYSICALITY_ALLOW_NONCONTIGUOUS = 3;
 inline constexpr Bits NVOS32_ATTR_COHERENCY{31, 29};
-inline constexpr uint32_t NVOS32_ATTR_COHERENCY_UNCACHED = 0, NVOS32_ATTR_COHERENCY_CACHED = 1,
-                          NVOS32_ATTR_COHERENCY_WRITE_COMBINE = 2, NVOS32_ATTR_COHERENCY_WRITE_THROUGH = 3,
-                          NVOS32_ATTR_COHERENCY_WRITE_PROTECT = 4, NVOS32_ATTR_COHERENCY_WRITE_BACK = 5;
+inline constexpr uint32_t NVOS32_ATTR_COHERENCY_UNCACHED = 0, NVOS32_ATTR_COHERENCY_CACHED = 1, NVOS32_ATTR_COHERENCY_WRITE_COMBINE = 2,
+                          NVOS32_ATTR_COHERENCY_WRITE_THROUGH = 3, NVOS32_ATTR_COHERENCY_WRITE_PROTECT = 4, NVOS32_ATTR_COHERENCY_WRITE_BACK = 5;
 
 inline constexpr Bits NVOS32_ATTR2_ZBC{1, 0};
-inline constexpr uint32_t NVOS32_ATTR2_ZBC_DEFAULT = 0, NVOS32_ATTR2_ZBC_PREFER_NO_ZBC = 1,
-                          NVOS32_ATTR2_ZBC_PREFER_ZBC = 2;
+inline constexpr uint32_t NVOS32_ATTR2_ZBC_DEFAULT = 0, NVOS32_ATTR2_ZBC_PREFER_NO_ZBC = 1, NVOS32_ATTR2_ZBC_PREFER_ZBC = 2;
 inline constexpr Bits NVOS32_ATTR2_GPU_CACHEABLE{3, 2};
-inline constexpr uint32_t NVOS32_ATTR2_GPU_CACHEABLE_DEFAULT = 0, NVOS32_ATTR2_GPU_CACHEABLE_YES = 1,
-                          NVOS32_ATTR2_GPU_CACHEABLE_NO = 2;
+inline constexpr uint32_t NVOS32_ATTR2_GPU_CACHEABLE_DEFAULT = 0, NVOS32_ATTR2_GPU_CACHEABLE_YES = 1, NVOS32_ATTR2_GPU_CACHEABLE_NO = 2;
 inline constexpr Bits NVOS32_ATTR2_P2P_GPU_CACHEABLE{5, 4};
 inline constexpr Bits NVOS32_ATTR2_PAGE_SIZE_HUGE{21, 20};
-inline constexpr uint32_t NVOS32_ATTR2_PAGE_SIZE_HUGE_DEFAULT = 0, NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB = 1,
-                          NVOS32_ATTR2_PAGE_SIZE_HUGE_512MB = 2, NVOS32_ATTR2_PAGE_SIZE_HUGE_256GB = 3;
+inline constexpr uint32_t NVOS32_ATTR2_PAGE_SIZE_HUGE_DEFAULT = 0, NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB = 1, NVOS32_ATTR2_PAGE_SIZE_HUGE_512MB = 2,
+                          NVOS32_ATTR2_PAGE_SIZE_HUGE_256GB = 3;
 inline constexpr Bits NVOS32_ATTR2_PROTECTION_USER{22, 22};
-inline constexpr uint32_t NVOS32_ATTR2_PROTECTION_USER_READ_WRITE = 0,
-                          NVOS32_ATTR2_PROTECTION_USER_READ_ONLY = 1;
+inline constexpr uint32_t NVOS32_ATTR2_PROTECTION_USER_READ_WRITE = 0, NVOS32_ATTR2_PROTECTION_USER_READ_ONLY = 1;
 inline constexpr Bits NVOS32_ATTR2_PROTECTION_DEVICE{23, 23};
-inline constexpr uint32_t NVOS32_ATTR2_PROTECTION_DEVICE_READ_WRITE = 0,
-                          NVOS32_ATTR2_PROTECTION_DEVICE_READ_ONLY = 1;
+inline constexpr uint32_t NVOS32_ATTR2_PROTECTION_DEVICE_READ_WRITE = 0, NVOS32_ATTR2_PROTECTION_DEVICE_READ_ONLY = 1;
 inline constexpr Bits NVOS32_ATTR2_MEMORY_PROTECTION{26, 25};
 
 struct NV0080_ALLOC_PARAMETERS {  // NV01_DEVICE_0
@@ -400,15 +363,11 @@ struct NV0080_ALLOC_PARAMETERS {  // NV01_DEVICE_0
   uint32_t vaMode, pad1_;
 };
 static_assert(sizeof(NV0080_ALLOC_PARAMETERS) == 56 && offsetof(NV0080_ALLOC_PARAMETERS, flags) == 16 &&
-              offsetof(NV0080_ALLOC_PARAMETERS, vaSpaceSize) == 24 &&
-              offsetof(NV0080_ALLOC_PARAMETERS, vaMode) == 48);
-inline constexpr uint32_t NV_DEVICE_ALLOCATION_FLAGS_NONE = 0,
-                          NV_DEVICE_ALLOCATION_FLAGS_MAP_PTE_GLOBALLY = 0x1,
-                          NV_DEVICE_ALLOCATION_FLAGS_VASPACE_SIZE = 0x8,
-                          NV_DEVICE_ALLOCATION_FLAGS_VASPACE_IS_TARGET = 0x20,
+              offsetof(NV0080_ALLOC_PARAMETERS, vaSpaceSize) == 24 && offsetof(NV0080_ALLOC_PARAMETERS, vaMode) == 48);
+inline constexpr uint32_t NV_DEVICE_ALLOCATION_FLAGS_NONE = 0, NV_DEVICE_ALLOCATION_FLAGS_MAP_PTE_GLOBALLY = 0x1,
+                          NV_DEVICE_ALLOCATION_FLAGS_VASPACE_SIZE = 0x8, NV_DEVICE_ALLOCATION_FLAGS_VASPACE_IS_TARGET = 0x20,
                           NV_DEVICE_ALLOCATION_FLAGS_VASPACE_SHARED_MANAGEMENT = 0x100;
-inline constexpr uint32_t NV_DEVICE_ALLOCATION_VAMODE_OPTIONAL_MULTIPLE_VASPACES = 0,
-                          NV_DEVICE_ALLOCATION_VAMODE_SINGLE_VASPACE = 1,
+inline constexpr uint32_t NV_DEVICE_ALLOCATION_VAMODE_OPTIONAL_MULTIPLE_VASPACES = 0, NV_DEVICE_ALLOCATION_VAMODE_SINGLE_VASPACE = 1,
                           NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES = 2;
 
 struct NV2080_ALLOC_PARAMETERS {  // NV20_SUBDEVICE_0
@@ -420,8 +379,7 @@ struct NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS {  // NV01_MEMORY_VIRTUAL: the hDma o
   uint64_t offset, limit;
   uint32_t hVASpace, pad_;
 };
-static_assert(sizeof(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS) == 24 &&
-              offsetof(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS, hVASpace) == 16);
+static_assert(sizeof(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS) == 24 && offsetof(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS, hVASpace) == 16);
 
 // FERMI_VASPACE_A: the struct is per branch (580 adds pasid); the flags and indices are not.
 inline constexpr uint32_t NV_VASPACE_ALLOCATION_FLAGS_NONE = 0;
@@ -441,10 +399,9 @@ inline constexpr uint32_t NV_VASPACE_ALLOCATION_FLAGS_OPTIMIZE_PTETABLE_MEMPOOL_
 inline constexpr uint32_t NV_VASPACE_ALLOCATION_FLAGS_REQUIRE_FIXED_OFFSET = 1u << 12;
 inline constexpr uint32_t NV_VASPACE_ALLOCATION_FLAGS_PTETABLE_HEAP_MANAGED = 1u << 13;
 inline constexpr uint32_t NV_VASPACE_ALLOCATION_INDEX_GPU_NEW = 0, NV_VASPACE_ALLOCATION_INDEX_GPU_HOST = 1,
-                          NV_VASPACE_ALLOCATION_INDEX_GPU_GLOBAL = 2,
-                          NV_VASPACE_ALLOCATION_INDEX_GPU_DEVICE = 3, NV_VASPACE_ALLOCATION_INDEX_GPU_FLA = 4;
-inline constexpr uint32_t NV_VASPACE_BIG_PAGE_SIZE_64K = 64 * 1024,
-                          NV_VASPACE_BIG_PAGE_SIZE_128K = 128 * 1024;
+                          NV_VASPACE_ALLOCATION_INDEX_GPU_GLOBAL = 2, NV_VASPACE_ALLOCATION_INDEX_GPU_DEVICE = 3,
+                          NV_VASPACE_ALLOCATION_INDEX_GPU_FLA = 4;
+inline constexpr uint32_t NV_VASPACE_BIG_PAGE_SIZE_64K = 64 * 1024, NV_VASPACE_BIG_PAGE_SIZE_128K = 128 * 1024;
 
 // Engine types (class/cl2080_notification.h): channel groups, channels, NVA06F_CTRL_CMD_BIND.
 inline constexpr uint32_t NV2080_ENGINE_TYPE_NULL = 0x00;
@@ -453,34 +410,27 @@ inline constexpr uint32_t NV2080_ENGINE_TYPE_COPY0 = 0x09;     // COPY0..COPY9 a
 inline constexpr uint32_t NV2080_ENGINE_TYPE_NVDEC0 = 0x13;    // also BSP
 inline constexpr uint32_t NV2080_ENGINE_TYPE_COPY10 = 0x34;    // COPY10..COPY19 are 0x34..0x3d
 inline constexpr uint32_t NV2080_ENGINE_TYPE_LAST = 0x54;
-constexpr uint32_t NV2080_ENGINE_TYPE_COPY(uint32_t i) {
-  return i < 10 ? NV2080_ENGINE_TYPE_COPY0 + i : NV2080_ENGINE_TYPE_COPY10 + (i - 10);
-}
+constexpr uint32_t NV2080_ENGINE_TYPE_COPY(uint32_t i) { return i < 10 ? NV2080_ENGINE_TYPE_COPY0 + i : NV2080_ENGINE_TYPE_COPY10 + (i - 10); }
 
 struct NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS {  // KEPLER_CHANNEL_GROUP_A (a TSG)
   uint32_t hObjectError, hObjectEccError, hVASpace;
   uint32_t engineType;  // NV2080_ENGINE_TYPE_*
   uint8_t bIsCallingContextVgpuPlugin, pad_[3];
 };
-static_assert(sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS) == 20 &&
-              offsetof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, engineType) == 12);
+static_assert(sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS) == 20 && offsetof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, engineType) == 12);
 
 struct NV_CTXSHARE_ALLOCATION_PARAMETERS {  // FERMI_CONTEXT_SHARE_A (a subcontext), under the TSG
   uint32_t hVASpace, flags, subctxId;
 };
-static_assert(sizeof(NV_CTXSHARE_ALLOCATION_PARAMETERS) == 12 &&
-              offsetof(NV_CTXSHARE_ALLOCATION_PARAMETERS, flags) == 4);
+static_assert(sizeof(NV_CTXSHARE_ALLOCATION_PARAMETERS) == 12 && offsetof(NV_CTXSHARE_ALLOCATION_PARAMETERS, flags) == 4);
 inline constexpr Bits NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT{1, 0};
-inline constexpr uint32_t NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC = 0,
-                          NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC = 1,
-                          NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SPECIFIED = 2,
-                          NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC_PREFER_LOWER = 3;
+inline constexpr uint32_t NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC = 0, NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC = 1,
+                          NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SPECIFIED = 2, NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC_PREFER_LOWER = 3;
 
 struct NV83DE_ALLOC_PARAMETERS {  // GT200_DEBUGGER, under the device, watching one compute object
   uint32_t hDebuggerClient_Obsolete, hAppClient, hClass3dObject;
 };
-static_assert(sizeof(NV83DE_ALLOC_PARAMETERS) == 12 &&
-              offsetof(NV83DE_ALLOC_PARAMETERS, hClass3dObject) == 8);
+static_assert(sizeof(NV83DE_ALLOC_PARAMETERS) == 12 && offsetof(NV83DE_ALLOC_PARAMETERS, hClass3dObject) == 8);
 
 // Part of NV_CHANNEL_ALLOC_PARAMS (per branch, below); RM-internal fields ugpu leaves zero.
 struct NV_MEMORY_DESC_PARAMS {
@@ -536,27 +486,23 @@ struct NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS {
   uint32_t gpuFlags, deviceInstance, subDeviceInstance, sliStatus, boardId, gpuInstance;
   int32_t numaId;
 };
-static_assert(sizeof(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS) == 32 &&
-              offsetof(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS, deviceInstance) == 8 &&
+static_assert(sizeof(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS) == 32 && offsetof(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS, deviceInstance) == 8 &&
               offsetof(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS, numaId) == 28);
 
 struct NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS {  // call with classList 0 for the count, then with an array
   uint32_t numClasses, pad_;
   uint64_t classList;  // u32 array of numClasses
 };
-static_assert(sizeof(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS) == 16 &&
-              offsetof(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS, classList) == 8);
+static_assert(sizeof(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS) == 16 && offsetof(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS, classList) == 8);
 
 inline constexpr uint32_t NV2080_GPU_MAX_GID_LENGTH = 256;
 struct NV2080_CTRL_GPU_GET_GID_INFO_PARAMS {
   uint32_t index, flags, length;
   uint8_t data[NV2080_GPU_MAX_GID_LENGTH];
 };
-static_assert(sizeof(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS) == 268 &&
-              offsetof(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS, data) == 12);
+static_assert(sizeof(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS) == 268 && offsetof(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS, data) == 12);
 inline constexpr Bits NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT{1, 0};
-inline constexpr uint32_t NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_ASCII = 0,
-                          NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY = 2;
+inline constexpr uint32_t NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_ASCII = 0, NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY = 2;
 inline constexpr Bits NV2080_GPU_CMD_GPU_GET_GID_FLAGS_TYPE{2, 2};
 inline constexpr uint32_t NV2080_GPU_CMD_GPU_GET_GID_FLAGS_TYPE_SHA1 = 0;
 
@@ -574,8 +520,7 @@ struct NV2080_CTRL_GR_GET_INFO_PARAMS {
   uint64_t grInfoList;  // NV2080_CTRL_GR_INFO array of grInfoListSize
   NV2080_CTRL_GR_ROUTE_INFO grRouteInfo;
 };
-static_assert(sizeof(NV2080_CTRL_GR_GET_INFO_PARAMS) == 32 &&
-              offsetof(NV2080_CTRL_GR_GET_INFO_PARAMS, grInfoList) == 8 &&
+static_assert(sizeof(NV2080_CTRL_GR_GET_INFO_PARAMS) == 32 && offsetof(NV2080_CTRL_GR_GET_INFO_PARAMS, grInfoList) == 8 &&
               offsetof(NV2080_CTRL_GR_GET_INFO_PARAMS, grRouteInfo) == 16);
 // NV2080_CTRL_GR_INFO_INDEX_* = NV0080_CTRL_GR_INFO_INDEX_* (ctrl0080gr.h).
 inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_SM_VERSION = 0x0c;  // 0x900 on sm_90: major << 8 | minor
@@ -592,25 +537,21 @@ inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_LTCS = 0x25;
 inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_MAX_SUBCONTEXT_COUNT = 0x2c;
 // tinygrad's "num_gpcs", "num_tpc_per_gpc", "num_sm_per_tpc" are the LITTER_ indices above.
 inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_NUM_GPCS = NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS;
-inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_NUM_TPC_PER_GPC =
-    NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC;
-inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_NUM_SM_PER_TPC =
-    NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC;
+inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_NUM_TPC_PER_GPC = NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC;
+inline constexpr uint32_t NV2080_CTRL_GR_INFO_INDEX_NUM_SM_PER_TPC = NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC;
 
 struct NV2080_CTRL_PERF_BOOST_PARAMS {
   uint32_t flags, duration;  // duration in seconds, or NV2080_CTRL_PERF_BOOST_DURATION_INFINITE
 };
 static_assert(sizeof(NV2080_CTRL_PERF_BOOST_PARAMS) == 8);
 inline constexpr Bits NV2080_CTRL_PERF_BOOST_FLAGS_CMD{1, 0};
-inline constexpr uint32_t NV2080_CTRL_PERF_BOOST_FLAGS_CMD_CLEAR = 0,
-                          NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_1LEVEL = 1,
+inline constexpr uint32_t NV2080_CTRL_PERF_BOOST_FLAGS_CMD_CLEAR = 0, NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_1LEVEL = 1,
                           NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_TO_MAX = 2;
 inline constexpr Bits NV2080_CTRL_PERF_BOOST_FLAGS_CUDA{4, 4};
 inline constexpr Bits NV2080_CTRL_PERF_BOOST_FLAGS_ASYNC{5, 5};
 inline constexpr Bits NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_PRIORITY{6, 6};
 inline constexpr uint32_t NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_PRIORITY_HIGH = 1;
-inline constexpr uint32_t NV2080_CTRL_PERF_BOOST_DURATION_MAX = 3600,
-                          NV2080_CTRL_PERF_BOOST_DURATION_INFINITE = 0xffffffff;
+inline constexpr uint32_t NV2080_CTRL_PERF_BOOST_DURATION_MAX = 3600, NV2080_CTRL_PERF_BOOST_DURATION_INFINITE = 0xffffffff;
 
 inline constexpr uint32_t NV2080_CTRL_FB_FLUSH_GPU_CACHE_MAX_ADDRESSES = 500;
 struct NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS {
@@ -619,8 +560,7 @@ struct NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS {
   uint64_t memBlockSizeBytes;
   uint32_t flags, pad_;
 };
-static_assert(sizeof(NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS) == 4024 &&
-              offsetof(NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS, addressArraySize) == 4000 &&
+static_assert(sizeof(NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS) == 4024 && offsetof(NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS, addressArraySize) == 4000 &&
               offsetof(NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS, memBlockSizeBytes) == 4008 &&
               offsetof(NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS, flags) == 4016);
 inline constexpr Bits NV2080_CTRL_FB_FLUSH_GPU_CACHE_FLAGS_APERTURE{1, 0};
@@ -652,10 +592,8 @@ struct NV83DE_SM_ERROR_STATE_REGISTERS {
   uint64_t hwwEsrAddr, hwwWarpEsrPc64;
   uint32_t hwwCgaEsr, hwwCgaEsrReportMask;
 };
-static_assert(sizeof(NV83DE_SM_ERROR_STATE_REGISTERS) == 48 &&
-              offsetof(NV83DE_SM_ERROR_STATE_REGISTERS, hwwEsrAddr) == 24 &&
-              offsetof(NV83DE_SM_ERROR_STATE_REGISTERS, hwwWarpEsrPc64) == 32 &&
-              offsetof(NV83DE_SM_ERROR_STATE_REGISTERS, hwwCgaEsr) == 40);
+static_assert(sizeof(NV83DE_SM_ERROR_STATE_REGISTERS) == 48 && offsetof(NV83DE_SM_ERROR_STATE_REGISTERS, hwwEsrAddr) == 24 &&
+              offsetof(NV83DE_SM_ERROR_STATE_REGISTERS, hwwWarpEsrPc64) == 32 && offsetof(NV83DE_SM_ERROR_STATE_REGISTERS, hwwCgaEsr) == 40);
 struct NV83DE_MMU_FAULT_INFO {
   uint8_t valid, pad_[3];
   uint32_t faultInfo;
@@ -688,28 +626,20 @@ struct NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS {
   NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_ENTRY mmuFaultInfoList[4];  // _MAX_ENTRIES
   uint32_t count, pad_;
 };
-static_assert(sizeof(NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS) == 72 &&
-              offsetof(NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS, count) == 64);
+static_assert(sizeof(NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS) == 72 && offsetof(NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS, count) == 64);
 
 // MMU fault and access types (kernel-open/nvidia-uvm/hwref/ampere/ga100/dev_fault.h).
-inline constexpr uint32_t NV_PFAULT_FAULT_TYPE_PDE = 0x0, NV_PFAULT_FAULT_TYPE_PDE_SIZE = 0x1,
-                          NV_PFAULT_FAULT_TYPE_PTE = 0x2, NV_PFAULT_FAULT_TYPE_VA_LIMIT_VIOLATION = 0x3,
-                          NV_PFAULT_FAULT_TYPE_UNBOUND_INST_BLOCK = 0x4,
-                          NV_PFAULT_FAULT_TYPE_PRIV_VIOLATION = 0x5, NV_PFAULT_FAULT_TYPE_RO_VIOLATION = 0x6,
-                          NV_PFAULT_FAULT_TYPE_WO_VIOLATION = 0x7,
-                          NV_PFAULT_FAULT_TYPE_PITCH_MASK_VIOLATION = 0x8,
-                          NV_PFAULT_FAULT_TYPE_WORK_CREATION = 0x9,
-                          NV_PFAULT_FAULT_TYPE_UNSUPPORTED_APERTURE = 0xa,
-                          NV_PFAULT_FAULT_TYPE_COMPRESSION_FAILURE = 0xb,
-                          NV_PFAULT_FAULT_TYPE_UNSUPPORTED_KIND = 0xc,
-                          NV_PFAULT_FAULT_TYPE_REGION_VIOLATION = 0xd, NV_PFAULT_FAULT_TYPE_POISONED = 0xe,
-                          NV_PFAULT_FAULT_TYPE_ATOMIC_VIOLATION = 0xf;
+inline constexpr uint32_t NV_PFAULT_FAULT_TYPE_PDE = 0x0, NV_PFAULT_FAULT_TYPE_PDE_SIZE = 0x1, NV_PFAULT_FAULT_TYPE_PTE = 0x2,
+                          NV_PFAULT_FAULT_TYPE_VA_LIMIT_VIOLATION = 0x3, NV_PFAULT_FAULT_TYPE_UNBOUND_INST_BLOCK = 0x4,
+                          NV_PFAULT_FAULT_TYPE_PRIV_VIOLATION = 0x5, NV_PFAULT_FAULT_TYPE_RO_VIOLATION = 0x6, NV_PFAULT_FAULT_TYPE_WO_VIOLATION = 0x7,
+                          NV_PFAULT_FAULT_TYPE_PITCH_MASK_VIOLATION = 0x8, NV_PFAULT_FAULT_TYPE_WORK_CREATION = 0x9,
+                          NV_PFAULT_FAULT_TYPE_UNSUPPORTED_APERTURE = 0xa, NV_PFAULT_FAULT_TYPE_COMPRESSION_FAILURE = 0xb,
+                          NV_PFAULT_FAULT_TYPE_UNSUPPORTED_KIND = 0xc, NV_PFAULT_FAULT_TYPE_REGION_VIOLATION = 0xd,
+                          NV_PFAULT_FAULT_TYPE_POISONED = 0xe, NV_PFAULT_FAULT_TYPE_ATOMIC_VIOLATION = 0xf;
 inline constexpr uint32_t NV_PFAULT_ACCESS_TYPE_VIRT_READ = 0x0, NV_PFAULT_ACCESS_TYPE_VIRT_WRITE = 0x1,
-                          NV_PFAULT_ACCESS_TYPE_VIRT_ATOMIC_STRONG = 0x2,
-                          NV_PFAULT_ACCESS_TYPE_VIRT_PREFETCH = 0x3,
-                          NV_PFAULT_ACCESS_TYPE_VIRT_ATOMIC_WEAK = 0x4, NV_PFAULT_ACCESS_TYPE_PHYS_READ = 0x8,
-                          NV_PFAULT_ACCESS_TYPE_PHYS_WRITE = 0x9, NV_PFAULT_ACCESS_TYPE_PHYS_ATOMIC = 0xa,
-                          NV_PFAULT_ACCESS_TYPE_PHYS_PREFETCH = 0xb;
+                          NV_PFAULT_ACCESS_TYPE_VIRT_ATOMIC_STRONG = 0x2, NV_PFAULT_ACCESS_TYPE_VIRT_PREFETCH = 0x3,
+                          NV_PFAULT_ACCESS_TYPE_VIRT_ATOMIC_WEAK = 0x4, NV_PFAULT_ACCESS_TYPE_PHYS_READ = 0x8, NV_PFAULT_ACCESS_TYPE_PHYS_WRITE = 0x9,
+                          NV_PFAULT_ACCESS_TYPE_PHYS_ATOMIC = 0xa, NV_PFAULT_ACCESS_TYPE_PHYS_PREFETCH = 0xb;
 // "PTE", "RO_VIOLATION", ...; nullptr for a value not listed.
 const char* mmu_fault_type_name(uint32_t fault_type);
 const char* mmu_access_type_name(uint32_t access_type);
@@ -726,30 +656,24 @@ struct NvNotification {
   uint16_t info16;
   uint16_t status;  // bit 15 set while in progress; NV_CHANNELGPFIFO_NOTIFICATION_STATUS_VALUE otherwise
 };
-static_assert(sizeof(NvNotification) == 16 && offsetof(NvNotification, info32) == 8 &&
-              offsetof(NvNotification, info16) == 12 && offsetof(NvNotification, status) == 14);
-inline constexpr uint32_t NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR = 0,
-                          NV_CHANNELGPFIFO_NOTIFICATION_TYPE_WORK_SUBMIT_TOKEN = 1,
-                          NV_CHANNELGPFIFO_NOTIFICATION_TYPE_KEY_ROTATION_STATUS = 2,
-                          NV_CHANNELGPFIFO_NOTIFICATION_TYPE__SIZE_1 = 3;
+static_assert(sizeof(NvNotification) == 16 && offsetof(NvNotification, info32) == 8 && offsetof(NvNotification, info16) == 12 &&
+              offsetof(NvNotification, status) == 14);
+inline constexpr uint32_t NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR = 0, NV_CHANNELGPFIFO_NOTIFICATION_TYPE_WORK_SUBMIT_TOKEN = 1,
+                          NV_CHANNELGPFIFO_NOTIFICATION_TYPE_KEY_ROTATION_STATUS = 2, NV_CHANNELGPFIFO_NOTIFICATION_TYPE__SIZE_1 = 3;
 inline constexpr Bits NV_CHANNELGPFIFO_NOTIFICATION_STATUS_VALUE{14, 0};
 inline constexpr Bits NV_CHANNELGPFIFO_NOTIFICATION_STATUS_IN_PROGRESS{15, 15};
 
 // Robust-channel (RC) error codes (nverror.h), the Xid numbers in the kernel log; the common ones.
-inline constexpr uint32_t ROBUST_CHANNEL_GR_EXCEPTION =
-    13;  // an SM/GR exception (illegal instruction, bad address ...)
+inline constexpr uint32_t ROBUST_CHANNEL_GR_EXCEPTION = 13;  // an SM/GR exception (illegal instruction, bad address ...)
 inline constexpr uint32_t ROBUST_CHANNEL_FAKE_ERROR = 14;
 inline constexpr uint32_t ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT = 31;  // MMU fault
 inline constexpr uint32_t ROBUST_CHANNEL_PBDMA_ERROR = 32;             // bad pushbuffer / GPFIFO entry
-inline constexpr uint32_t ROBUST_CHANNEL_CE0_ERROR = 39, ROBUST_CHANNEL_CE1_ERROR = 40,
-                          ROBUST_CHANNEL_CE2_ERROR = 41;
+inline constexpr uint32_t ROBUST_CHANNEL_CE0_ERROR = 39, ROBUST_CHANNEL_CE1_ERROR = 40, ROBUST_CHANNEL_CE2_ERROR = 41;
 inline constexpr uint32_t ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR = 43;
 inline constexpr uint32_t ROBUST_CHANNEL_GR_FAULT_DURING_CTXSW = 44;
-inline constexpr uint32_t ROBUST_CHANNEL_PREEMPTIVE_REMOVAL =
-    45;  // the channel was torn down (often a timeout)
+inline constexpr uint32_t ROBUST_CHANNEL_PREEMPTIVE_REMOVAL = 45;  // the channel was torn down (often a timeout)
 inline constexpr uint32_t ROBUST_CHANNEL_GPU_ECC_DBE = 48;
-inline constexpr uint32_t ROBUST_CHANNEL_GR_CLASS_ERROR =
-    69;  // an illegal method or method data for the class
+inline constexpr uint32_t ROBUST_CHANNEL_GR_CLASS_ERROR = 69;  // an illegal method or method data for the class
 inline constexpr uint32_t ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS = 79;
 inline constexpr uint32_t ROBUST_CHANNEL_CONTAINED_ERROR = 94, ROBUST_CHANNEL_UNCONTAINED_ERROR = 95;
 inline constexpr uint32_t GSP_RPC_TIMEOUT = 119, GSP_ERROR = 120;
@@ -776,11 +700,9 @@ inline constexpr unsigned long UVM_REGISTER_GPU = 37;
 inline constexpr unsigned long UVM_UNREGISTER_GPU = 38;
 inline constexpr unsigned long UVM_UNMAP_EXTERNAL = 66;
 inline constexpr unsigned long UVM_CREATE_EXTERNAL_RANGE = 73;
-inline constexpr unsigned long UVM_MM_INITIALIZE =
-    75;  // on a second uvm fd; NV_WARN_NOTHING_TO_DO where not needed
+inline constexpr unsigned long UVM_MM_INITIALIZE = 75;  // on a second uvm fd; NV_WARN_NOTHING_TO_DO where not needed
 
-inline constexpr uint32_t UVM_MAX_GPUS =
-    NV_MAX_DEVICES * 8;  // NV_MAX_DEVICES * UVM_PARENT_ID_MAX_SUB_PROCESSORS
+inline constexpr uint32_t UVM_MAX_GPUS = NV_MAX_DEVICES * 8;  // NV_MAX_DEVICES * UVM_PARENT_ID_MAX_SUB_PROCESSORS
 inline constexpr uint64_t UVM_INIT_FLAGS_DISABLE_HMM = 0x1, UVM_INIT_FLAGS_MULTI_PROCESS_SHARING_MODE = 0x2;
 
 struct NvProcessorUuid {
@@ -809,8 +731,7 @@ struct UVM_REGISTER_GPU_PARAMS {
   uint32_t rmStatus;
 };
 static_assert(sizeof(UVM_REGISTER_GPU_PARAMS) == 40 && offsetof(UVM_REGISTER_GPU_PARAMS, numaNodeId) == 20 &&
-              offsetof(UVM_REGISTER_GPU_PARAMS, rmCtrlFd) == 24 &&
-              offsetof(UVM_REGISTER_GPU_PARAMS, hClient) == 28 &&
+              offsetof(UVM_REGISTER_GPU_PARAMS, rmCtrlFd) == 24 && offsetof(UVM_REGISTER_GPU_PARAMS, hClient) == 28 &&
               offsetof(UVM_REGISTER_GPU_PARAMS, rmStatus) == 36);
 
 struct UVM_UNREGISTER_GPU_PARAMS {
@@ -825,10 +746,8 @@ struct UVM_REGISTER_GPU_VASPACE_PARAMS {
   uint32_t hClient, hVaSpace;
   uint32_t rmStatus;
 };
-static_assert(sizeof(UVM_REGISTER_GPU_VASPACE_PARAMS) == 32 &&
-              offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmCtrlFd) == 16 &&
-              offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, hVaSpace) == 24 &&
-              offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmStatus) == 28);
+static_assert(sizeof(UVM_REGISTER_GPU_VASPACE_PARAMS) == 32 && offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmCtrlFd) == 16 &&
+              offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, hVaSpace) == 24 && offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmStatus) == 28);
 
 struct UVM_UNREGISTER_GPU_VASPACE_PARAMS {
   NvProcessorUuid gpuUuid;
@@ -843,31 +762,26 @@ struct UVM_REGISTER_CHANNEL_PARAMS {
   uint64_t base, length;  // a VA range UVM reserves for the channel's RM-internal buffers
   uint32_t rmStatus, pad1_;
 };
-static_assert(sizeof(UVM_REGISTER_CHANNEL_PARAMS) == 56 &&
-              offsetof(UVM_REGISTER_CHANNEL_PARAMS, hChannel) == 24 &&
-              offsetof(UVM_REGISTER_CHANNEL_PARAMS, base) == 32 &&
-              offsetof(UVM_REGISTER_CHANNEL_PARAMS, length) == 40 &&
+static_assert(sizeof(UVM_REGISTER_CHANNEL_PARAMS) == 56 && offsetof(UVM_REGISTER_CHANNEL_PARAMS, hChannel) == 24 &&
+              offsetof(UVM_REGISTER_CHANNEL_PARAMS, base) == 32 && offsetof(UVM_REGISTER_CHANNEL_PARAMS, length) == 40 &&
               offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus) == 48);
 
 struct UVM_ENABLE_PEER_ACCESS_PARAMS {  // also UVM_DISABLE_PEER_ACCESS
   NvProcessorUuid gpuUuidA, gpuUuidB;
   uint32_t rmStatus;
 };
-static_assert(sizeof(UVM_ENABLE_PEER_ACCESS_PARAMS) == 36 &&
-              offsetof(UVM_ENABLE_PEER_ACCESS_PARAMS, rmStatus) == 32);
+static_assert(sizeof(UVM_ENABLE_PEER_ACCESS_PARAMS) == 36 && offsetof(UVM_ENABLE_PEER_ACCESS_PARAMS, rmStatus) == 32);
 using UVM_DISABLE_PEER_ACCESS_PARAMS = UVM_ENABLE_PEER_ACCESS_PARAMS;
 
 struct UVM_CREATE_EXTERNAL_RANGE_PARAMS {
   uint64_t base, length;
   uint32_t rmStatus, pad_;
 };
-static_assert(sizeof(UVM_CREATE_EXTERNAL_RANGE_PARAMS) == 24 &&
-              offsetof(UVM_CREATE_EXTERNAL_RANGE_PARAMS, rmStatus) == 16);
+static_assert(sizeof(UVM_CREATE_EXTERNAL_RANGE_PARAMS) == 24 && offsetof(UVM_CREATE_EXTERNAL_RANGE_PARAMS, rmStatus) == 16);
 
-inline constexpr uint32_t UvmGpuMappingTypeDefault = 0, UvmGpuMappingTypeReadWriteAtomic = 1,
-                          UvmGpuMappingTypeReadWrite = 2, UvmGpuMappingTypeReadOnly = 3;
-inline constexpr uint32_t UvmGpuCachingTypeDefault = 0, UvmGpuCachingTypeForceUncached = 1,
-                          UvmGpuCachingTypeForceCached = 2;
+inline constexpr uint32_t UvmGpuMappingTypeDefault = 0, UvmGpuMappingTypeReadWriteAtomic = 1, UvmGpuMappingTypeReadWrite = 2,
+                          UvmGpuMappingTypeReadOnly = 3;
+inline constexpr uint32_t UvmGpuCachingTypeDefault = 0, UvmGpuCachingTypeForceUncached = 1, UvmGpuCachingTypeForceCached = 2;
 inline constexpr uint32_t UvmGpuFormatTypeDefault = 0, UvmGpuFormatTypeBlockLinear = 1;
 inline constexpr uint32_t UvmGpuFormatElementBitsDefault = 0;
 inline constexpr uint32_t UvmGpuCompressionTypeDefault = 0;
@@ -875,8 +789,7 @@ struct UvmGpuMappingAttributes {
   NvProcessorUuid gpuUuid;
   uint32_t gpuMappingType, gpuCachingType, gpuFormatType, gpuElementBits, gpuCompressionType;
 };
-static_assert(sizeof(UvmGpuMappingAttributes) == 36 &&
-              offsetof(UvmGpuMappingAttributes, gpuMappingType) == 16 &&
+static_assert(sizeof(UvmGpuMappingAttributes) == 36 && offsetof(UvmGpuMappingAttributes, gpuMappingType) == 16 &&
               offsetof(UvmGpuMappingAttributes, gpuCompressionType) == 32);
 
 struct UVM_MAP_EXTERNAL_ALLOCATION_PARAMS {  // 9 KiB: allocate it, do not put it on a small stack
@@ -887,13 +800,10 @@ struct UVM_MAP_EXTERNAL_ALLOCATION_PARAMS {  // 9 KiB: allocate it, do not put i
   uint32_t hClient, hMemory;
   uint32_t rmStatus;
 };
-static_assert(sizeof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS) == 9264 &&
-              offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, perGpuAttributes) == 24 &&
+static_assert(sizeof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS) == 9264 && offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, perGpuAttributes) == 24 &&
               offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, gpuAttributesCount) == 9240 &&
-              offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmCtrlFd) == 9248 &&
-              offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, hClient) == 9252 &&
-              offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, hMemory) == 9256 &&
-              offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus) == 9260);
+              offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmCtrlFd) == 9248 && offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, hClient) == 9252 &&
+              offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, hMemory) == 9256 && offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus) == 9260);
 
 struct UVM_UNMAP_EXTERNAL_PARAMS {
   uint64_t base, length;
@@ -927,9 +837,8 @@ struct NVOS46_PARAMETERS {  // NV_ESC_RM_MAP_MEMORY_DMA: map RM memory into a GP
   uint64_t dmaOffset;     // in: the VA when DMA_OFFSET_FIXED; out: the VA used
   uint32_t status, pad1_;
 };
-static_assert(sizeof(NVOS46_PARAMETERS) == 56 && offsetof(NVOS46_PARAMETERS, offset) == 16 &&
-              offsetof(NVOS46_PARAMETERS, length) == 24 && offsetof(NVOS46_PARAMETERS, flags) == 32 &&
-              offsetof(NVOS46_PARAMETERS, dmaOffset) == 40 && offsetof(NVOS46_PARAMETERS, status) == 48);
+static_assert(sizeof(NVOS46_PARAMETERS) == 56 && offsetof(NVOS46_PARAMETERS, offset) == 16 && offsetof(NVOS46_PARAMETERS, length) == 24 &&
+              offsetof(NVOS46_PARAMETERS, flags) == 32 && offsetof(NVOS46_PARAMETERS, dmaOffset) == 40 && offsetof(NVOS46_PARAMETERS, status) == 48);
 
 struct NV_VASPACE_ALLOCATION_PARAMETERS {  // FERMI_VASPACE_A
   uint32_t index, flags;                   // NV_VASPACE_ALLOCATION_INDEX_*, NV_VASPACE_ALLOCATION_FLAGS_*
@@ -937,10 +846,8 @@ struct NV_VASPACE_ALLOCATION_PARAMETERS {  // FERMI_VASPACE_A
   uint32_t bigPageSize, pad0_;
   uint64_t vaBase;
 };
-static_assert(sizeof(NV_VASPACE_ALLOCATION_PARAMETERS) == 48 &&
-              offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, vaSize) == 8 &&
-              offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, bigPageSize) == 32 &&
-              offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, vaBase) == 40);
+static_assert(sizeof(NV_VASPACE_ALLOCATION_PARAMETERS) == 48 && offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, vaSize) == 8 &&
+              offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, bigPageSize) == 32 && offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, vaBase) == 40);
 
 struct NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS {
   uint8_t bEnable, bSkipSubmit;
@@ -973,22 +880,14 @@ struct NV_CHANNEL_ALLOC_PARAMS {
   uint32_t hmacNonce[CC_CHAN_ALLOC_NONCE_SIZE_DWORD];
   uint32_t tpcConfigID, pad_;
 };
-static_assert(sizeof(NV_CHANNEL_ALLOC_PARAMS) == 368 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, gpFifoOffset) == 8 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, gpFifoEntries) == 16 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hContextShare) == 24 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hVASpace) == 28 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hUserdMemory) == 32 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, userdOffset) == 64 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, engineType) == 128 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hObjectEccError) == 140 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, instanceMem) == 144 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hPhysChannelGroup) == 240 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, errorNotifierMem) == 248 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, ProcessID) == 296 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, encryptIv) == 304 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hmacNonce) == 328 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, tpcConfigID) == 360);
+static_assert(sizeof(NV_CHANNEL_ALLOC_PARAMS) == 368 && offsetof(NV_CHANNEL_ALLOC_PARAMS, gpFifoOffset) == 8 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, gpFifoEntries) == 16 && offsetof(NV_CHANNEL_ALLOC_PARAMS, hContextShare) == 24 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hVASpace) == 28 && offsetof(NV_CHANNEL_ALLOC_PARAMS, hUserdMemory) == 32 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, userdOffset) == 64 && offsetof(NV_CHANNEL_ALLOC_PARAMS, engineType) == 128 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hObjectEccError) == 140 && offsetof(NV_CHANNEL_ALLOC_PARAMS, instanceMem) == 144 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hPhysChannelGroup) == 240 && offsetof(NV_CHANNEL_ALLOC_PARAMS, errorNotifierMem) == 248 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, ProcessID) == 296 && offsetof(NV_CHANNEL_ALLOC_PARAMS, encryptIv) == 304 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hmacNonce) == 328 && offsetof(NV_CHANNEL_ALLOC_PARAMS, tpcConfigID) == 360);
 
 struct UVM_FREE_PARAMS {
   uint64_t base, length;
@@ -1001,8 +900,7 @@ struct UVM_UNREGISTER_CHANNEL_PARAMS {
   uint32_t hClient, hChannel;
   uint32_t rmStatus;
 };
-static_assert(sizeof(UVM_UNREGISTER_CHANNEL_PARAMS) == 28 &&
-              offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus) == 24);
+static_assert(sizeof(UVM_UNREGISTER_CHANNEL_PARAMS) == 28 && offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus) == 24);
 
 }  // namespace v570
 
@@ -1018,9 +916,9 @@ struct NVOS46_PARAMETERS {
   uint64_t dmaOffset;
   uint32_t status, pad1_;
 };
-static_assert(sizeof(NVOS46_PARAMETERS) == 64 && offsetof(NVOS46_PARAMETERS, flags) == 32 &&
-              offsetof(NVOS46_PARAMETERS, flags2) == 36 && offsetof(NVOS46_PARAMETERS, kindOverride) == 40 &&
-              offsetof(NVOS46_PARAMETERS, dmaOffset) == 48 && offsetof(NVOS46_PARAMETERS, status) == 56);
+static_assert(sizeof(NVOS46_PARAMETERS) == 64 && offsetof(NVOS46_PARAMETERS, flags) == 32 && offsetof(NVOS46_PARAMETERS, flags2) == 36 &&
+              offsetof(NVOS46_PARAMETERS, kindOverride) == 40 && offsetof(NVOS46_PARAMETERS, dmaOffset) == 48 &&
+              offsetof(NVOS46_PARAMETERS, status) == 56);
 
 struct NV_VASPACE_ALLOCATION_PARAMETERS {
   uint32_t index, flags;
@@ -1029,8 +927,7 @@ struct NV_VASPACE_ALLOCATION_PARAMETERS {
   uint64_t vaBase;
   uint32_t pasid, pad1_;
 };
-static_assert(sizeof(NV_VASPACE_ALLOCATION_PARAMETERS) == 56 &&
-              offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, vaBase) == 40 &&
+static_assert(sizeof(NV_VASPACE_ALLOCATION_PARAMETERS) == 56 && offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, vaBase) == 40 &&
               offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, pasid) == 48);
 
 struct NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS {
@@ -1084,8 +981,7 @@ struct UVM_UNREGISTER_CHANNEL_PARAMS {
   uint32_t hClient, hChannel;
   uint32_t rmStatus;
 };
-static_assert(sizeof(UVM_UNREGISTER_CHANNEL_PARAMS) == 12 &&
-              offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus) == 8);
+static_assert(sizeof(UVM_UNREGISTER_CHANNEL_PARAMS) == 12 && offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus) == 8);
 
 }  // namespace v590
 
@@ -1118,18 +1014,12 @@ struct NV_CHANNEL_ALLOC_PARAMS {
   uint32_t tpcConfigID, pad_;
 };
 static_assert(sizeof(NV_CHANNEL_ALLOC_PARAMS) == 376 && offsetof(NV_CHANNEL_ALLOC_PARAMS, hVASpace) == 28 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hHandleVASpace) == 32 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hUserdMemory) == 36 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, userdOffset) == 72 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, engineType) == 136 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hObjectEccError) == 148 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, instanceMem) == 152 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hPhysChannelGroup) == 248 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, errorNotifierMem) == 256 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, ProcessID) == 304 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, encryptIv) == 312 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, hmacNonce) == 336 &&
-              offsetof(NV_CHANNEL_ALLOC_PARAMS, tpcConfigID) == 368);
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hHandleVASpace) == 32 && offsetof(NV_CHANNEL_ALLOC_PARAMS, hUserdMemory) == 36 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, userdOffset) == 72 && offsetof(NV_CHANNEL_ALLOC_PARAMS, engineType) == 136 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hObjectEccError) == 148 && offsetof(NV_CHANNEL_ALLOC_PARAMS, instanceMem) == 152 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hPhysChannelGroup) == 248 && offsetof(NV_CHANNEL_ALLOC_PARAMS, errorNotifierMem) == 256 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, ProcessID) == 304 && offsetof(NV_CHANNEL_ALLOC_PARAMS, encryptIv) == 312 &&
+              offsetof(NV_CHANNEL_ALLOC_PARAMS, hmacNonce) == 336 && offsetof(NV_CHANNEL_ALLOC_PARAMS, tpcConfigID) == 368);
 
 }  // namespace v610
 
@@ -1139,12 +1029,11 @@ struct AbiBranch {
   unsigned major;               // first driver major version with these layouts
   const char* name;             // "580"
   const char* checked_against;  // the sources the layouts were taken from
-  uint32_t sizeof_nvos46, sizeof_vaspace, sizeof_channel_alloc, sizeof_gpfifo_schedule, sizeof_classlist_v2,
-      sizeof_uvm_free, sizeof_uvm_unregister_channel;
+  uint32_t sizeof_nvos46, sizeof_vaspace, sizeof_channel_alloc, sizeof_gpfifo_schedule, sizeof_classlist_v2, sizeof_uvm_free,
+      sizeof_uvm_unregister_channel;
   uint32_t nvos46_flags2;  // offset, or 0 where the struct has no flags2
   uint32_t nvos46_dma_offset, nvos46_status;
-  uint32_t channel_alloc_userd_memory, channel_alloc_userd_offset, channel_alloc_engine_type,
-      channel_alloc_error_notifier;
+  uint32_t channel_alloc_userd_memory, channel_alloc_userd_offset, channel_alloc_engine_type, channel_alloc_error_notifier;
   uint32_t uvm_free_status;
 };
 extern const AbiBranch kAbiBranches[5];  // oldest first
@@ -1166,9 +1055,8 @@ struct RmStatus {
 extern const RmStatus kRmStatuses[];
 extern const size_t kRmStatusCount;
 const RmStatus* find_status(uint32_t code);  // nullptr if unknown
-const char* status_name(
-    uint32_t code);  // "NV_ERR_...", or "NV_ERR_UNKNOWN_STATUS" for a code not in the table
-const char* status_text(uint32_t code);  // NVIDIA's message, or "Unknown status code"
+const char* status_name(uint32_t code);      // "NV_ERR_...", or "NV_ERR_UNKNOWN_STATUS" for a code not in the table
+const char* status_text(uint32_t code);      // NVIDIA's message, or "Unknown status code"
 
 inline constexpr uint32_t NV_OK = 0x00;
 inline constexpr uint32_t NV_ERR_BUSY_RETRY = 0x03;

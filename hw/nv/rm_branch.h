@@ -7,14 +7,14 @@
 
 namespace ugpu::hw::nv {
 
-#define UGPU_NV_ABI(NS)                                                                          \
-  struct Abi##NS {                                                                               \
-    using Nvos46 = NS::NVOS46_PARAMETERS;                                                        \
-    using VaSpace = NS::NV_VASPACE_ALLOCATION_PARAMETERS;                                        \
-    using Schedule = NS::NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS;                                     \
-    using ClassListV2 = NS::NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS;                             \
-    using ChannelAlloc = NS::NV_CHANNEL_ALLOC_PARAMS;                                            \
-    using UvmFree = NS::UVM_FREE_PARAMS;                                                         \
+#define UGPU_NV_ABI(NS)                                              \
+  struct Abi##NS {                                                   \
+    using Nvos46 = NS::NVOS46_PARAMETERS;                            \
+    using VaSpace = NS::NV_VASPACE_ALLOCATION_PARAMETERS;            \
+    using Schedule = NS::NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS;         \
+    using ClassListV2 = NS::NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS; \
+    using ChannelAlloc = NS::NV_CHANNEL_ALLOC_PARAMS;                \
+    using UvmFree = NS::UVM_FREE_PARAMS;                             \
   };
 UGPU_NV_ABI(v570)
 UGPU_NV_ABI(v575)

@@ -4,19 +4,17 @@
 // codegen kernel suite run through the driver against the CPU device. Page faults, hangs and full
 // rings are cases of the HCQ conformance suite (tests/hcq/test_hcq.cpp), with emu:amd's expectations.
 #include <doctest/doctest.h>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
 
-#include "tests/emu/harness.h"
-#include "tests/hcq/device_suite.h"
-#include "codegen/llvm/llvm.h"
-#include "codegen/compiler.h"
 #include "codegen/builtin_kernels.h"
+#include "codegen/compiler.h"
+#include "codegen/llvm/llvm.h"
 #include "drivers/amd/kfd/kfd.h"
 #include "drivers/devices.h"
 #include "emu/amd/kfd/kfd_model.h"
@@ -27,7 +25,8 @@
 #include "hw/amd/sdma6_packets.h"
 #include "ir/dtype.h"
 #include "ir/text.h"
-#include <cmath>
+#include "tests/emu/harness.h"
+#include "tests/hcq/device_suite.h"
 
 using namespace ugpu;
 namespace pm4 = hw::amd::pm4;
@@ -47,7 +46,6 @@ struct EmuSystem {
     return amd::open_kfd(os, o);
   }
 };
-
 
 // A minimal KFD client of its own, to hand the emulated kernel driver exactly the arguments a test
 // wants (the driver under test would never send these).
@@ -183,7 +181,8 @@ TEST_CASE("amd packets: every table encodes and decodes to the same fields, and 
   CHECK(hw::amd::decode_packet(hw::amd::Engine::Sdma, sdma_bad).error.find("unknown SDMA packet op 119") != std::string::npos);
   // SET_SH_REG names the registers it writes.
   uint32_t sh[] = {hw::amd::packet_header(pm4::SetShReg::format, 4), 0x20c, 0x1234, 0};  // COMPUTE_PGM_LO at GC base 0x1260
-  CHECK(hw::amd::describe_packet(hw::amd::decode_packet(hw::amd::Engine::Pm4, sh)).find("COMPUTE_PGM_LO=0x1234, COMPUTE_PGM_HI=0x0") != std::string::npos);
+  CHECK(hw::amd::describe_packet(hw::amd::decode_packet(hw::amd::Engine::Pm4, sh)).find("COMPUTE_PGM_LO=0x1234, COMPUTE_PGM_HI=0x0") !=
+        std::string::npos);
 }
 
 TEST_CASE("amd registers: the compute register table is chosen by GC version; a generation without one is a clear error") {
@@ -370,9 +369,9 @@ TEST_CASE("amd kfd: the submitted PM4 stream decodes into the dispatch the drive
   amd::RingSnapshot snap = amd::last_submission(*dev, false);
   std::string text = hw::amd::describe_stream(hw::amd::Engine::Pm4, snap.words);
   CAPTURE(text);
-  for (const char* want : {"WAIT_REG_MEM function=GEQUAL mem_space=1", "ACQUIRE_MEM", "COMPUTE_PGM_LO=", "COMPUTE_PGM_RSRC1=", "COMPUTE_USER_DATA_0=",
-                           "COMPUTE_NUM_THREAD_X=", "DISPATCH_DIRECT dim_x=", "EVENT_WRITE event_type=CS_PARTIAL_FLUSH", "RELEASE_MEM",
-                           "int_sel=INT_AFTER_WRITE"})
+  for (const char* want :
+       {"WAIT_REG_MEM function=GEQUAL mem_space=1", "ACQUIRE_MEM", "COMPUTE_PGM_LO=", "COMPUTE_PGM_RSRC1=", "COMPUTE_USER_DATA_0=",
+        "COMPUTE_NUM_THREAD_X=", "DISPATCH_DIRECT dim_x=", "EVENT_WRITE event_type=CS_PARTIAL_FLUSH", "RELEASE_MEM", "int_sel=INT_AFTER_WRITE"})
     CHECK_MESSAGE(text.find(want) != std::string::npos, want);
   CHECK(text.find("<") == std::string::npos);  // every packet decoded
   auto cq = dev->copy_queue();
@@ -404,7 +403,8 @@ SINK(END(STORE(INDEX:int32*(out, i), CAST:int32(i)), i))
   REQUIRE(dims.global[0] * dims.local[0] == 64);
   std::string body = R"(
   s_load_b64 s[4:5], s[0:1], 0x0
-  s_mul_i32 s3, s2, )" + std::to_string(dims.local[0]) + R"(
+  s_mul_i32 s3, s2, )" +
+                     std::to_string(dims.local[0]) + R"(
   v_add_nc_u32 v1, s3, v0
   v_mul_lo_u32 v2, v1, 3
   v_add_nc_u32 v2, 7, v2

@@ -34,7 +34,9 @@ struct Buf {
     return b;
   }
   template <class T>
-  static Buf zeros(size_t n) { return of(std::vector<T>(n)); }
+  static Buf zeros(size_t n) {
+    return of(std::vector<T>(n));
+  }
   template <class T>
   std::vector<T> as(size_t n) const {
     std::vector<T> v(n);
@@ -44,8 +46,8 @@ struct Buf {
 };
 
 // Compiles for x86 and calls the kernel once: buffers by slot, then variable values.
-inline std::shared_ptr<const codegen::CompiledKernel> run_x86(const ir::UOp& kernel, std::vector<Buf*> bufs,
-                                                               std::vector<int64_t> vars = {}, const std::string& name = "kernel") {
+inline std::shared_ptr<const codegen::CompiledKernel> run_x86(const ir::UOp& kernel, std::vector<Buf*> bufs, std::vector<int64_t> vars = {},
+                                                              const std::string& name = "kernel") {
   codegen::CompileOptions o;
   o.name = name;
   auto ck = codegen::compile(kernel, x86(), o);

@@ -27,26 +27,21 @@ std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
 }
 
 // The built-in kernels with a case of their own below; "the other built-in kernels" checks the rest.
-const std::vector<std::string> kOwnCase = {"add", "elementwise", "reduce", "matmul", "softmax", "conv2d", "gather", "group_sum", "floordiv", "variable_loop"};
+const std::vector<std::string> kOwnCase = {"add",    "elementwise", "reduce",    "matmul",   "softmax",
+                                           "conv2d", "gather",      "group_sum", "floordiv", "variable_loop"};
 
 }  // namespace
 
-TEST_CASE("kernel suite: elementwise add with a broadcast row") {
-  check_on_x86("add");
-}
+TEST_CASE("kernel suite: elementwise add with a broadcast row") { check_on_x86("add"); }
 
 TEST_CASE("kernel suite: integer and narrow-float elementwise ops, every dtype") {
   // out = (a * b + a) max b, per dtype, with the dtype's own wrap-around and rounding, NaN and inf included.
   check_on_x86("elementwise");
 }
 
-TEST_CASE("kernel suite: sum and max over the inner and the outer axis, float and int") {
-  check_on_x86("reduce");
-}
+TEST_CASE("kernel suite: sum and max over the inner and the outer axis, float and int") { check_on_x86("reduce"); }
 
-TEST_CASE("kernel suite: matmul with shapes that are not multiples of a tile") {
-  check_on_x86("matmul");
-}
+TEST_CASE("kernel suite: matmul with shapes that are not multiples of a tile") { check_on_x86("matmul"); }
 
 TEST_CASE("kernel suite: matmul with half inputs accumulates in float") {
   const std::string text = R"(c = DEFINE_GLOBAL:half* {0}
@@ -60,15 +55,18 @@ SINK(END(STORE(INDEX:half*(c, i*7 + j), acc), i, j))
 )";
   auto af = random_floats(9 * 300, -1, 1, 6), bf = random_floats(300 * 7, -1, 1, 7);
   std::vector<uint16_t> a(af.size()), b(bf.size());
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint16_t>(ir::float_to_bits(af[i], ir::dtypes::half)), af[i] = static_cast<float>(ir::float_from_bits(a[i], ir::dtypes::half));
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint16_t>(ir::float_to_bits(bf[i], ir::dtypes::half)), bf[i] = static_cast<float>(ir::float_from_bits(b[i], ir::dtypes::half));
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<uint16_t>(ir::float_to_bits(af[i], ir::dtypes::half)), af[i] = static_cast<float>(ir::float_from_bits(a[i], ir::dtypes::half));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<uint16_t>(ir::float_to_bits(bf[i], ir::dtypes::half)), bf[i] = static_cast<float>(ir::float_from_bits(b[i], ir::dtypes::half));
   Buf A = Buf::of(a), B = Buf::of(b), C = Buf::zeros<uint16_t>(63);
   run_x86(kernel(text), {&C, &A, &B});
   int bad = 0;
   for (int i = 0; i < 9; ++i)
     for (int j = 0; j < 7; ++j) {
       float acc = 0;  // each product rounded to half, the sum kept in float
-      for (int k = 0; k < 300; ++k) acc += static_cast<float>(ir::round_float(static_cast<double>(af[i * 300 + k]) * bf[k * 7 + j], ir::dtypes::half));
+      for (int k = 0; k < 300; ++k)
+        acc += static_cast<float>(ir::round_float(static_cast<double>(af[i * 300 + k]) * bf[k * 7 + j], ir::dtypes::half));
       bad += C.as<uint16_t>(63)[i * 7 + j] != ir::float_to_bits(acc, ir::dtypes::half);
     }
   CHECK(bad == 0);
@@ -78,9 +76,7 @@ TEST_CASE("kernel suite: softmax") {
   MESSAGE("softmax worst relative error vs float64: " << check_on_x86("softmax"));  // float32 sums of 200 terms
 }
 
-TEST_CASE("kernel suite: conv2d with zero padding through masked loads") {
-  check_on_x86("conv2d");
-}
+TEST_CASE("kernel suite: conv2d with zero padding through masked loads") { check_on_x86("conv2d"); }
 
 TEST_CASE("kernel suite: a masked load never touches the masked-off address") {
   // out[i] = x[i - 3] for 3 <= i < n + 3, else -1 (a pad of 3 on both sides); x sits between guard pages.
@@ -103,18 +99,14 @@ SINK(END(STORE(INDEX:float*(out, i), v), i))
   CHECK(bad == 0);
 }
 
-TEST_CASE("kernel suite: gather with out-of-range ids reads nothing and gives 0") {
-  check_on_x86("gather");
-}
+TEST_CASE("kernel suite: gather with out-of-range ids reads nothing and gives 0") { check_on_x86("gather"); }
 
 TEST_CASE("kernel suite: floor division and modulo of negative numbers, and a kernel variable") {
   // out[i] = (i - 50) // d  +  1000 * ((i - 50) % d) for constant divisors and a runtime one.
   check_on_x86("floordiv");
 }
 
-TEST_CASE("kernel suite: a variable loop bound and bool logic") {
-  check_on_x86("variable_loop");
-}
+TEST_CASE("kernel suite: a variable loop bound and bool logic") { check_on_x86("variable_loop"); }
 
 TEST_CASE("kernel suite: workgroup memory and a barrier on the host: each workgroup's work-items in turn (group_sum)") {
   check_on_x86("group_sum");

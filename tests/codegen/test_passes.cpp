@@ -19,8 +19,10 @@ TEST_CASE("magic-number division equals floor division on the whole promised ran
       REQUIRE(mg);
       int64_t step = max_x <= 70000 ? 1 : max_x / 50000;
       int bad = 0;
-      for (int64_t x = 0; x <= max_x; x += step) bad += ((static_cast<unsigned __int128>(x) * mg->m) >> mg->s) != static_cast<unsigned __int128>(x / d);
-      for (int64_t x = max_x - 2 * d; x <= max_x; ++x) bad += x >= 0 && ((static_cast<unsigned __int128>(x) * mg->m) >> mg->s) != static_cast<unsigned __int128>(x / d);
+      for (int64_t x = 0; x <= max_x; x += step)
+        bad += ((static_cast<unsigned __int128>(x) * mg->m) >> mg->s) != static_cast<unsigned __int128>(x / d);
+      for (int64_t x = max_x - 2 * d; x <= max_x; ++x)
+        bad += x >= 0 && ((static_cast<unsigned __int128>(x) * mg->m) >> mg->s) != static_cast<unsigned __int128>(x / d);
       CAPTURE(d);
       CAPTURE(max_x);
       CHECK(bad == 0);
@@ -69,7 +71,8 @@ x = DEFINE_GLOBAL:float* {1}
 i = RANGE(4) {0, LOOP}
 r = RANGE(8) {1, REDUCE}
 SINK(END(STORE(INDEX:float*(out, i), REDUCE:float(LOAD:float(INDEX:float*(x, i*8 + r)), r) {ADD}), i))
-)"), x86());
+)"),
+                    x86());
   const auto& L = ck->kernel.linear;
   auto pos = [&](auto pred) {
     for (size_t n = 0; n < L.size(); ++n)

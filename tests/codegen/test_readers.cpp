@@ -7,9 +7,9 @@
 #include <random>
 #include <sstream>
 
+#include "codegen/builtin_kernels.h"
 #include "codegen/code_object.h"
 #include "codegen/elf.h"
-#include "codegen/builtin_kernels.h"
 #include "codegen/llvm/host.h"
 #include "run.h"
 
@@ -38,11 +38,10 @@ void fuzz(const std::vector<uint8_t>& good, F read, uint32_t seed) {
     try {
       read(b);
       ++ok;
-    } catch (const Error&) {
-      ++rejected;
-    }
+    } catch (const Error&) { ++rejected; }
   };
-  for (size_t len = 0; len < good.size(); len += std::max<size_t>(1, good.size() / 300)) attempt({good.begin(), good.begin() + static_cast<long>(len)});
+  for (size_t len = 0; len < good.size(); len += std::max<size_t>(1, good.size() / 300))
+    attempt({good.begin(), good.begin() + static_cast<long>(len)});
   for (int i = 0; i < 3000; ++i) {
     std::vector<uint8_t> b = good;
     int flips = 1 + static_cast<int>(rng() % 4);
@@ -75,7 +74,8 @@ TEST_CASE("readers reject what is not an ELF of theirs, clearly") {
   auto ck = compile(builtin_kernel("add").parse(), find_target("gfx1100"));
   CHECK_THROWS_WITH_AS(link_elf(ck->binary, ElfMachine::X86_64, 0), doctest::Contains("is not the expected"), ElfError);
   CHECK_THROWS_WITH_AS(read_amd_kernel(link_elf(ck->binary, ElfMachine::AMDGPU, 0), "nope"), doctest::Contains("nope.kd"), ElfError);
-  CHECK_THROWS_WITH_AS(HostFunction::load(compile(builtin_kernel("add").parse(), x86())->binary, "nope"), doctest::Contains("no symbol 'nope'"), ElfError);
+  CHECK_THROWS_WITH_AS(HostFunction::load(compile(builtin_kernel("add").parse(), x86())->binary, "nope"), doctest::Contains("no symbol 'nope'"),
+                       ElfError);
 }
 
 TEST_CASE("fuzz: AMDGPU code object reader") {

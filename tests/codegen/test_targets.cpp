@@ -2,16 +2,16 @@
 // binary (AMD kernel descriptor, cubin .nv.info) agree with what the kernel needs. NVIDIA cubins need
 // ptxas; without it those checks are skipped with a message.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <random>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "codegen/builtin_kernels.h"
 #include "codegen/cache.h"
 #include "codegen/code_object.h"
-#include "codegen/builtin_kernels.h"
 #include "codegen/llvm/ptxas.h"
 #include "run.h"
 
@@ -46,24 +46,24 @@ void each_compiled(Arch arch, F check) {
 
 TEST_CASE("every suite kernel compiles for every AMDGPU target, with a descriptor that fits the kernel") {
   each_compiled(Arch::AMDGPU, [](const Target& t, const BuiltinKernel&, const std::shared_ptr<const CompiledKernel>& ck) {
-      REQUIRE(ck->amd);
-      const AmdKernelInfo& a = *ck->amd;
-      CHECK(a.lds_bytes() == ck->kernel.shared_bytes);
-      CHECK(a.kernarg_bytes() >= explicit_kernarg_bytes(ck->kernel));
-      CHECK(a.wave32 == (t.wave_size == 32));
-      CHECK(a.entry_offset % 256 == 0);
-      CHECK(std::find(a.user_sgprs.begin(), a.user_sgprs.end(), std::string("kernarg_segment_ptr")) != a.user_sgprs.end());
-      // The workgroup ids the launch uses are the ones the descriptor enables.
-      for (int d = 0; d < 3; ++d) {
-        bool used = false;
-        for (const ir::UOp& u : ck->kernel.sink.toposort())
-          used = used || (u.op() == ir::Op::SPECIAL && u.arg_as<std::string>() == "gidx" + std::to_string(d));
-        hw::amd::Field f = d == 0 ? hw::amd::rsrc2::kWorkgroupIdX : d == 1 ? hw::amd::rsrc2::kWorkgroupIdY : hw::amd::rsrc2::kWorkgroupIdZ;
-        if (used) CHECK(f.get(a.kd.compute_pgm_rsrc2) == 1);
-      }
-      std::string isa = disassembly(*ck);
-      CHECK(isa.find("s_endpgm") != std::string::npos);
-      CHECK(isa.find("<unknown>") == std::string::npos);
+    REQUIRE(ck->amd);
+    const AmdKernelInfo& a = *ck->amd;
+    CHECK(a.lds_bytes() == ck->kernel.shared_bytes);
+    CHECK(a.kernarg_bytes() >= explicit_kernarg_bytes(ck->kernel));
+    CHECK(a.wave32 == (t.wave_size == 32));
+    CHECK(a.entry_offset % 256 == 0);
+    CHECK(std::find(a.user_sgprs.begin(), a.user_sgprs.end(), std::string("kernarg_segment_ptr")) != a.user_sgprs.end());
+    // The workgroup ids the launch uses are the ones the descriptor enables.
+    for (int d = 0; d < 3; ++d) {
+      bool used = false;
+      for (const ir::UOp& u : ck->kernel.sink.toposort())
+        used = used || (u.op() == ir::Op::SPECIAL && u.arg_as<std::string>() == "gidx" + std::to_string(d));
+      hw::amd::Field f = d == 0 ? hw::amd::rsrc2::kWorkgroupIdX : d == 1 ? hw::amd::rsrc2::kWorkgroupIdY : hw::amd::rsrc2::kWorkgroupIdZ;
+      if (used) CHECK(f.get(a.kd.compute_pgm_rsrc2) == 1);
+    }
+    std::string isa = disassembly(*ck);
+    CHECK(isa.find("s_endpgm") != std::string::npos);
+    CHECK(isa.find("<unknown>") == std::string::npos);
   });
 }
 
@@ -71,20 +71,20 @@ TEST_CASE("every suite kernel compiles for every NVIDIA target; ptxas assembles 
   auto ptxas = find_ptxas();
   if (!ptxas) MESSAGE("skipped cubin checks: ptxas not found (set UGPU_PTXAS or install the CUDA toolkit)");
   each_compiled(Arch::NVPTX, [&](const Target& t, const BuiltinKernel& e, const std::shared_ptr<const CompiledKernel>& ck) {
-      CHECK(ck->ptx.find(".entry " + e.name) != std::string::npos);
-      CHECK(ck->ptx.find(".target " + std::string(t.name)) != std::string::npos);
-      if (!ptxas) {
-        CHECK(ck->binary.empty());
-        CHECK(ck->note.find("ptxas not found") != std::string::npos);
-        return;
-      }
-      REQUIRE(ck->cubin);
-      const CubinInfo& c = *ck->cubin;
-      CHECK(c.param_size == explicit_kernarg_bytes(ck->kernel));
-      CHECK(c.registers > 0);
-      CHECK(c.registers <= 255);
-      CHECK(c.shared_bytes >= ck->kernel.shared_bytes);
-      CHECK(c.text_size > 0);
+    CHECK(ck->ptx.find(".entry " + e.name) != std::string::npos);
+    CHECK(ck->ptx.find(".target " + std::string(t.name)) != std::string::npos);
+    if (!ptxas) {
+      CHECK(ck->binary.empty());
+      CHECK(ck->note.find("ptxas not found") != std::string::npos);
+      return;
+    }
+    REQUIRE(ck->cubin);
+    const CubinInfo& c = *ck->cubin;
+    CHECK(c.param_size == explicit_kernarg_bytes(ck->kernel));
+    CHECK(c.registers > 0);
+    CHECK(c.registers <= 255);
+    CHECK(c.shared_bytes >= ck->kernel.shared_bytes);
+    CHECK(c.text_size > 0);
   });
 }
 
@@ -95,7 +95,9 @@ tmp = DEFINE_LOCAL:float[local]* {(0, 16)}
 l = RANGE(16) {0, LOCAL}
 bar = BARRIER(STORE(INDEX:float[local]*(tmp, l), 1.0))
 SINK(END(STORE(INDEX:float*(out, l), LOAD:float(INDEX:float[local]*(AFTER(tmp, bar), 15 - l))), l))
-)"), x86()), doctest::Contains("BARRIER(x) needs x to be an END closing the LOCAL ranges"));
+)"),
+                            x86()),
+                    doctest::Contains("BARRIER(x) needs x to be an END closing the LOCAL ranges"));
   // A value loaded before the barrier from memory the kernel stores to, used after it: computing it
   // again after the barrier would read the new value (here the work-item's own store), so x86 refuses;
   // a GPU keeps the loaded value in a register and compiles it.

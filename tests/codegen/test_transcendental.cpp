@@ -77,9 +77,9 @@ double run_case(const Case& c, ir::DType t) {
   if (std::string(c.op) == "SIN") {
     // Arguments where the reduction is hardest: around the switch to Payne-Hanek (2^20), the double
     // closest to a multiple of pi/2 (6381956970095103 * 2^797, about 2^-61 away), the largest values.
-    for (double x : {0x1p20, std::nextafter(0x1p20, 0.0), 0x1p20 + 1, 1e6 * M_PI_2, 0x1p27 * M_PI_2, 1e22, 0x1.fffffep127,
-                     std::ldexp(6381956970095103.0, 797), -std::ldexp(6381956970095103.0, 797), 0x1.fffffffffffffp1023,
-                     -0x1.fffffffffffffp1023, 65504.0, 355.0, 103993.0})
+    for (double x :
+         {0x1p20, std::nextafter(0x1p20, 0.0), 0x1p20 + 1, 1e6 * M_PI_2, 0x1p27 * M_PI_2, 1e22, 0x1.fffffep127, std::ldexp(6381956970095103.0, 797),
+          -std::ldexp(6381956970095103.0, 797), 0x1.fffffffffffffp1023, -0x1.fffffffffffffp1023, 65504.0, 355.0, 103993.0})
       xs.push_back(x);
   }
   size_t n = xs.size(), sz = static_cast<size_t>(t.itemsize());
@@ -97,8 +97,10 @@ b = DEFINE_GLOBAL:{T}* {2}
 i = RANGE({N}) {0, GLOBAL}
 x = LOAD:{T}(INDEX:{T}*(a, i))
 y = LOAD:{T}(INDEX:{T}*(b, i))
-SINK(END(STORE(INDEX:{T}*(out, i), )" + expr + R"(), i))
-)", {{"T", t.name()}, {"N", std::to_string(n)}}));
+SINK(END(STORE(INDEX:{T}*(out, i), )" +
+                                    expr + R"(), i))
+)",
+                                {{"T", t.name()}, {"N", std::to_string(n)}}));
   run_x86(k, {&O, &X, &Y});
   double worst = 0;
   for (size_t i = 0; i < n; ++i) {

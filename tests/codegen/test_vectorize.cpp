@@ -83,7 +83,8 @@ TEST_CASE("UPCAST: an index that is not a multiple of the width gets only the ac
 i = RANGE(16) {0, GLOBAL}
 u = RANGE(4) {1, UPCAST}
 SINK(END(STORE(INDEX:float*(out, i*7 + u), 1.0), i, u))
-)"), find_target("sm_90"));
+)"),
+                     find_target("sm_90"));
   CHECK(vectors(odd->kernel).stores.empty());
 }
 
@@ -118,7 +119,8 @@ i = RANGE(32) {0, GLOBAL}
 u = RANGE({N}) {1, UPCAST}
 p = i*{N} + u
 SINK(END(STORE(INDEX:{T}*(out, p), LOAD:{T}(INDEX:{T}*(a, p)) + LOAD:{T}(INDEX:{T}*(a, p))), i, u))
-)", {{"T", T}, {"N", std::to_string(lanes)}});
+)",
+                            {{"T", T}, {"N", std::to_string(lanes)}});
     std::vector<uint8_t> in(32 * lanes * bytes);
     for (size_t n = 0; n < in.size(); n += bytes) {
       ir::DType dt = T == "half" ? ir::dtypes::half : T == "bfloat16" ? ir::dtypes::bfloat16 : ir::dtypes::int8;
@@ -192,14 +194,16 @@ row = RANGE(8) {0, GLOBAL}
 ko = RANGE(16) {1, REDUCE}
 ku = RANGE(4) {2, UNROLL}
 SINK(END(STORE(INDEX:float*(s, row), REDUCE:float(LOAD:float(INDEX:float*(x, row*64 + ko*4 + ku)), ko, ku) {ADD}), row))
-)"), {&S, &X});
+)"),
+          {&S, &X});
   run_x86(kernel(R"(m = DEFINE_GLOBAL:float* {0}
 x = DEFINE_GLOBAL:float* {1}
 row = RANGE(8) {0, GLOBAL}
 ku = RANGE(8) {1, UNROLL}
 ko = RANGE(8) {2, REDUCE}
 SINK(END(STORE(INDEX:float*(m, row), REDUCE:float(LOAD:float(INDEX:float*(x, row*64 + ko*8 + ku)), ku, ko) {MAX}), row))
-)"), {&M, &X});
+)"),
+          {&M, &X});
   auto s = S.as<float>(8), m = M.as<float>(8);
   for (int r = 0; r < 8; ++r) {
     double ref = 0;
@@ -217,7 +221,8 @@ x = DEFINE_GLOBAL:half* {1}
 row = RANGE(8) {0, GLOBAL}
 k = RANGE(32) {1, UNROLL}
 SINK(END(STORE(INDEX:float*(s, row), CAST:float(REDUCE:half(LOAD:half(INDEX:half*(x, row*32 + k)), k) {ADD})), row))
-)"), {&HS, &H});
+)"),
+                    {&HS, &H});
   double ref = 0;
   for (int k = 0; k < 32; ++k) ref += ir::float_from_bits(h[k], ir::dtypes::half);
   // Summed in half the running total would drift; in float it is exact before the final rounding.
@@ -245,30 +250,32 @@ TEST_CASE("unrolled axes: clear errors for what cannot be unrolled") {
   auto err = [](const std::string& text) {
     try {
       compile(kernel(text), x86());
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+    } catch (const Error& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   CHECK(err(R"(out = DEFINE_GLOBAL:float* {0}
 n = DEFINE_VAR:index {"n", 1, 8}
 u = RANGE(n) {0, UPCAST}
 SINK(END(STORE(INDEX:float*(out, u), 1.0), u))
-)").find("UPCAST axis 0 is unrolled, so its size must be a constant") != std::string::npos);
+)")
+            .find("UPCAST axis 0 is unrolled, so its size must be a constant") != std::string::npos);
   CHECK(err(R"(out = DEFINE_GLOBAL:float* {0}
 u = RANGE(100) {0, UNROLL}
 SINK(END(STORE(INDEX:float*(out, u), 1.0), u))
-)").find("UNROLL axis 0 has 100 iterations; at most 64") != std::string::npos);
+)")
+            .find("UNROLL axis 0 has 100 iterations; at most 64") != std::string::npos);
   CHECK(err(R"(out = DEFINE_GLOBAL:float* {0}
 i = RANGE(64) {0, UPCAST}
 j = RANGE(64) {1, UPCAST}
 SINK(END(STORE(INDEX:float*(out, i*64 + j), 1.0), i, j))
-)").find("4096 copies") != std::string::npos);
+)")
+            .find("4096 copies") != std::string::npos);
   CHECK(err(R"(out = DEFINE_GLOBAL:float* {0}
 i = RANGE(8) {0, LOOP}
 u = RANGE(4) {1, UPCAST}
 SINK(END(STORE(INDEX:float*(out, i + u), 1.0), i))
-)").find("UPCAST axis 1 is used outside the END or REDUCE that closes it") != std::string::npos);
+)")
+            .find("UPCAST axis 1 is used outside the END or REDUCE that closes it") != std::string::npos);
 }
 
 TEST_CASE("property: UPCAST gives the results of the same loop, and every vector access is aligned") {
@@ -287,8 +294,8 @@ SINK(END(STORE(INDEX:float*(out, i*{SO} + u + {S}), LOAD:float(INDEX:float*(a, i
   for (int trial = 0; trial < 60; ++trial) {
     int w = 1 << (rng() % 4 + 1);
     int so = w + static_cast<int>(rng() % 9), sa = w + static_cast<int>(rng() % 9), s = static_cast<int>(rng() % 6), t = static_cast<int>(rng() % 6);
-    std::vector<std::pair<std::string, std::string>> v{{"W", std::to_string(w)}, {"SO", std::to_string(so)}, {"SA", std::to_string(sa)},
-                                                       {"S", std::to_string(s)}, {"TA", std::to_string(t)}};
+    std::vector<std::pair<std::string, std::string>> v{
+        {"W", std::to_string(w)}, {"SO", std::to_string(so)}, {"SA", std::to_string(sa)}, {"S", std::to_string(s)}, {"TA", std::to_string(t)}};
     CAPTURE(trial);
     std::vector<float> out[2];
     for (int unrolled = 0; unrolled < 2; ++unrolled) {

@@ -124,13 +124,13 @@ inline EmuRun run_gfx1100(Gpu& gpu, const ir::UOp& kernel, std::vector<std::pair
 // kernarg pointer (s[0:1]) and workgroup id x (s2), keeps denormals, and has `lds` bytes of LDS and
 // `scratch` bytes per lane.
 inline std::string asm_kernel(const std::string& body, uint32_t lds = 0, uint32_t scratch = 0, const std::string& name = "k") {
-  return ".amdgcn_target \"amdgcn-amd-amdhsa--gfx1100\"\n.text\n.globl " + name + "\n.p2align 8\n.type " + name + ",@function\n" + name +
-         ":\n" + body + "\n  s_endpgm\n.rodata\n.p2align 6\n.amdhsa_kernel " + name +
+  return ".amdgcn_target \"amdgcn-amd-amdhsa--gfx1100\"\n.text\n.globl " + name + "\n.p2align 8\n.type " + name + ",@function\n" + name + ":\n" +
+         body + "\n  s_endpgm\n.rodata\n.p2align 6\n.amdhsa_kernel " + name +
          "\n  .amdhsa_user_sgpr_kernarg_segment_ptr 1\n  .amdhsa_system_sgpr_workgroup_id_x 1\n  .amdhsa_next_free_vgpr 64\n"
          "  .amdhsa_next_free_sgpr 96\n  .amdhsa_wavefront_size32 1\n  .amdhsa_float_denorm_mode_32 3\n"
          "  .amdhsa_float_denorm_mode_16_64 3\n  .amdhsa_group_segment_fixed_size " +
-         std::to_string(lds) + "\n  .amdhsa_private_segment_fixed_size " + std::to_string(scratch) +
-         "\n  .amdhsa_enable_private_segment " + (scratch ? "1" : "0") + "\n.end_amdhsa_kernel\n";
+         std::to_string(lds) + "\n  .amdhsa_private_segment_fixed_size " + std::to_string(scratch) + "\n  .amdhsa_enable_private_segment " +
+         (scratch ? "1" : "0") + "\n.end_amdhsa_kernel\n";
 }
 
 inline Loaded load_asm(Gpu& gpu, const std::string& text, const std::string& name = "k") {

@@ -62,25 +62,25 @@ Lane u4(uint32_t a, uint32_t b = 0, uint32_t c = 0, uint32_t d = 0) { return {a,
 TEST_CASE("VOP2/VOP3 float arithmetic: infinities, NaN, denormals, overflow, modifiers") {
   auto out = lanes("v_add_f32 v5, v1, v2\n  v_mul_f32 v6, v1, v2\n  v_max_f32 v7, v1, v2\n  v_min_f32 v8, v1, v2",
                    {f4(kInf, -kInf), f4(1.0f, kDenorm), f4(3e38f, 3e38f), f4(kNan, 2.0f), f4(-0.0f, 0.0f), f4(1.5f, -2.25f)});
-  CHECK(std::isnan(flt(out[0][0])));                  // inf + -inf
-  CHECK(flt(out[0][1]) == -kInf);                     // inf * -inf
-  CHECK(flt(out[1][1]) == kDenorm);                   // denormals preserved (the kernel's mode)
-  CHECK(flt(out[2][0]) == kInf);                      // overflow to infinity
-  CHECK(flt(out[3][2]) == 2.0f);                      // IEEE max: NaN yields the other operand
+  CHECK(std::isnan(flt(out[0][0])));  // inf + -inf
+  CHECK(flt(out[0][1]) == -kInf);     // inf * -inf
+  CHECK(flt(out[1][1]) == kDenorm);   // denormals preserved (the kernel's mode)
+  CHECK(flt(out[2][0]) == kInf);      // overflow to infinity
+  CHECK(flt(out[3][2]) == 2.0f);      // IEEE max: NaN yields the other operand
   CHECK(flt(out[3][3]) == 2.0f);
-  CHECK(out[4][2] == bits(0.0f));                     // max(-0, +0) = +0
-  CHECK(out[4][3] == bits(-0.0f));                    // min(-0, +0) = -0
+  CHECK(out[4][2] == bits(0.0f));   // max(-0, +0) = +0
+  CHECK(out[4][3] == bits(-0.0f));  // min(-0, +0) = -0
   CHECK(flt(out[5][0]) == -0.75f);
   CHECK(flt(out[5][1]) == -3.375f);
 
   out = lanes("v_fma_f32 v5, -|v1|, v2, v3\n  v_add_f32_e64 v6, v1, v2 clamp\n  v_add_f32_e64 v7, v1, v2 mul:2\n  v_add_f32_e64 v8, v1, v2 div:2",
               {f4(-2.0f, 3.0f, 1.0f), f4(0.25f, 0.5f, 0.0f), f4(kNan, 1.0f)});
-  CHECK(flt(out[0][0]) == -5.0f);   // -|-2| * 3 + 1
-  CHECK(flt(out[0][1]) == 1.0f);    // clamp to [0, 1]
+  CHECK(flt(out[0][0]) == -5.0f);  // -|-2| * 3 + 1
+  CHECK(flt(out[0][1]) == 1.0f);   // clamp to [0, 1]
   CHECK(flt(out[0][2]) == 2.0f);
   CHECK(flt(out[0][3]) == 0.5f);
   CHECK(flt(out[1][1]) == 0.75f);
-  CHECK(flt(out[2][1]) == 0.0f);    // clamp turns NaN into 0
+  CHECK(flt(out[2][1]) == 0.0f);  // clamp turns NaN into 0
 }
 
 TEST_CASE("transcendentals within 1 ULP of the exact value; sin and cos take revolutions") {
@@ -88,7 +88,9 @@ TEST_CASE("transcendentals within 1 ULP of the exact value; sin and cos take rev
   std::mt19937 rng(3);
   for (int i = 0; i < 32; ++i) in.push_back(f4(std::uniform_real_distribution<float>(0.01f, 20.0f)(rng)));
   auto out = lanes("v_exp_f32 v5, v1\n  v_log_f32 v6, v1\n  v_rcp_f32 v7, v1\n  v_sqrt_f32 v8, v1", in);
-  auto ulps = [](float got, double want) { return std::fabs(got - want) / std::fabs(std::nextafter(static_cast<float>(want), kInf) - static_cast<float>(want)); };
+  auto ulps = [](float got, double want) {
+    return std::fabs(got - want) / std::fabs(std::nextafter(static_cast<float>(want), kInf) - static_cast<float>(want));
+  };
   for (int i = 0; i < 32; ++i) {
     double x = flt(in[i][0]);
     CHECK(ulps(flt(out[i][0]), std::exp2(x)) <= 1.0);
@@ -99,8 +101,8 @@ TEST_CASE("transcendentals within 1 ULP of the exact value; sin and cos take rev
   out = lanes("v_sin_f32 v5, v1\n  v_cos_f32 v6, v1\n  v_log_f32 v7, v1\n  v_exp_f32 v8, v1", {f4(0.25f), f4(0.0f), f4(-kInf), f4(-1.0f)});
   CHECK(flt(out[0][0]) == 1.0f);
   CHECK(std::fabs(flt(out[0][1])) < 1e-7f);
-  CHECK(flt(out[1][2]) == -kInf);  // log(0)
-  CHECK(flt(out[2][3]) == 0.0f);   // exp(-inf)
+  CHECK(flt(out[1][2]) == -kInf);     // log(0)
+  CHECK(flt(out[2][3]) == 0.0f);      // exp(-inf)
   CHECK(std::isnan(flt(out[3][2])));  // log of a negative number
 }
 
@@ -142,7 +144,7 @@ TEST_CASE("integer ops: shifts by the width or more use the low bits; carries; 6
                    {u4(0x80000001u, 33, 1, 0), u4(0x80000001u, 32, 0x80000000u, 0), u4(0x80000001u, 64 + 4, 0x80000001u, 0)});
   CHECK(out[0][0] == 0x00000002u);  // a 32-bit shift by 33 shifts by 1
   CHECK(out[0][1] == 0xc0000000u);
-  CHECK(out[0][2] == 0u);           // {1, 0} << 33
+  CHECK(out[0][2] == 0u);  // {1, 0} << 33
   CHECK(out[0][3] == 2u);
   CHECK(out[1][0] == 0x80000001u);  // by 32: by 0
   CHECK(out[1][2] == 0u);           // 0x80000000 << 32
@@ -154,7 +156,8 @@ TEST_CASE("integer ops: shifts by the width or more use the low bits; carries; 6
   v_add_co_u32 v5, vcc_lo, v1, v2
   v_add_co_ci_u32_e32 v6, vcc_lo, v3, v4, vcc_lo
   v_mad_u64_u32 v[7:8], null, v1, v2, 0
-)", {u4(0xffffffffu, 1, 5, 6), u4(7, 8, 9, 10), u4(0xffffffffu, 0xffffffffu, 0, 0)});
+)",
+              {u4(0xffffffffu, 1, 5, 6), u4(7, 8, 9, 10), u4(0xffffffffu, 0xffffffffu, 0, 0)});
   CHECK(out[0][0] == 0u);
   CHECK(out[0][1] == 12u);  // 5 + 6 + carry
   CHECK(out[1][0] == 15u);
@@ -180,7 +183,8 @@ TEST_CASE("compares: signed and unsigned orders, unordered floats, class tests; 
   v_cndmask_b32_e64 v7, 0, 1, s11
   v_cmp_class_f32_e64 s12, v3, 0x3
   v_cndmask_b32_e64 v8, 0, 1, s12
-)", {u4(0xffffffffu, 1, bits(kNan), bits(kNan)), u4(1, 0xffffffffu, bits(1.0f), bits(1.0f)), u4(3, 3, bits(kInf), bits(2.0f))});
+)",
+                   {u4(0xffffffffu, 1, bits(kNan), bits(kNan)), u4(1, 0xffffffffu, bits(1.0f), bits(1.0f)), u4(3, 3, bits(kInf), bits(2.0f))});
   CHECK(out[0] == Lane{1, 0, 1, 1});  // -1 < 1 signed; not unsigned; NaN != NaN (unordered); NaN is class 0|1
   CHECK(out[1] == Lane{0, 1, 0, 0});
   CHECK(out[2] == Lane{0, 0, 1, 0});
@@ -207,9 +211,10 @@ TEST_CASE("16-bit halves (true16 .l/.h and op_sel) and packed math") {
   v_add_f16_e64 v6.l, v1.h, v2.h
   v_pk_add_f16 v7, v1, v2
   v_pk_mul_f16 v8, v1, v2 op_sel:[1,0] op_sel_hi:[0,1]
-)", {u4(0x3c00 | 0x4000u << 16, 0x3800 | 0x4200u << 16)});  // v1 = {1.0, 2.0}, v2 = {0.5, 3.0}
+)",
+                   {u4(0x3c00 | 0x4000u << 16, 0x3800 | 0x4200u << 16)});  // v1 = {1.0, 2.0}, v2 = {0.5, 3.0}
   CHECK((out[0][0] >> 16) == 0x4200u);
-  CHECK((out[0][1] & 0xffff) == 0x4500u);     // 2 + 3 = 5
+  CHECK((out[0][1] & 0xffff) == 0x4500u);         // 2 + 3 = 5
   CHECK(out[0][2] == (0x3e00u | 0x4500u << 16));  // {1.5, 5}
   CHECK(out[0][3] == (0x3c00u | 0x4200u << 16));  // low: v1.hi * v2.lo = 2 * 0.5; high: v1.lo * v2.hi = 1 * 3
 }
@@ -221,14 +226,17 @@ TEST_CASE("modifiers and clamps outside float math: v_cndmask neg, integer satur
   v_add_nc_u16 v6, v3, v3 clamp
   v_pk_add_u16 v7, v4, -1 clamp
   v_cls_i32 v8, v4
-)", {u4(bits(2.0f), bits(-3.0f), 0xf000, 0x40000000u)});
-  CHECK(flt(out[0][0]) == 3.0f);   // lane 0: VCC set, |v2|
-  CHECK(flt(out[1][0]) == -2.0f);  // lane 1: -v1
+)",
+                   {u4(bits(2.0f), bits(-3.0f), 0xf000, 0x40000000u)});
+  CHECK(flt(out[0][0]) == 3.0f);           // lane 0: VCC set, |v2|
+  CHECK(flt(out[1][0]) == -2.0f);          // lane 1: -v1
   CHECK((out[0][1] & 0xffff) == 0xffffu);  // 0xf000 + 0xf000 saturates
   CHECK(out[0][2] == 0xffffffffu);         // both halves saturate: the constant -1 is 0xffffffff packed
   CHECK(out[0][3] == 1u);                  // 0x40000000: one bit matches the sign
-  out = lanes("  v_cmp_class_f16_e64 s10, v1, 0x80\n  v_cndmask_b32_e64 v5, 0, 1, s10\n  s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0\n  v_mul_f32 v6, v2, 1.0",
-              {u4(0x0001, bits(kDenorm))});
+  out = lanes(
+      "  v_cmp_class_f16_e64 s10, v1, 0x80\n  v_cndmask_b32_e64 v5, 0, 1, s10\n  s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0\n  v_mul_f32 v6, v2, "
+      "1.0",
+      {u4(0x0001, bits(kDenorm))});
   CHECK(out[0][0] == 1u);  // the smallest half denormal is class +denormal (bit 7)
   CHECK(out[0][1] == 0u);  // FP_DENORM set to 0 through the literal: flushed
 }
@@ -241,7 +249,8 @@ TEST_CASE("VOPD reads both halves' sources before writing either") {
   v_mov_b32 v5, v11
   v_mov_b32 v6, v12
   v_dual_mul_f32 v7, v1, v2 :: v_dual_add_f32 v8, v2, v1
-)", {f4(3.0f, 4.0f)});
+)",
+                   {f4(3.0f, 4.0f)});
   CHECK(flt(out[0][0]) == 4.0f);
   CHECK(flt(out[0][1]) == 3.0f);
   CHECK(flt(out[0][2]) == 12.0f);
@@ -264,7 +273,8 @@ TEST_CASE("scalar ALU: carries through SCC, signed and unsigned compares, shifts
   v_mov_b32 v6, s21
   v_lshl_or_b32 v7, s22, 1, s23
   v_mov_b32 v8, s25
-)", {u4(0xffffffffu, 3, 10, 0xff70u)});
+)",
+                   {u4(0xffffffffu, 3, 10, 0xff70u)});
   CHECK(out[0][0] == 2u);
   CHECK(out[0][1] == 11u);  // 10 + carry
   CHECK(out[0][2] == 2u);   // -1 < 3 signed (1), not unsigned (0)
@@ -279,7 +289,8 @@ TEST_CASE("partial waves: only the work-items of the workgroup run; branches on 
   s_cbranch_execz 1
   v_mov_b32 v6, 9
   s_mov_b32 exec_lo, s20
-)", {u4(0)}, 20);
+)",
+                   {u4(0)}, 20);
   std::vector<Lane> got = out;
   for (int l = 0; l < 20; ++l) CHECK(got[l][0] == 7u);
   for (int l = 0; l < 5; ++l) CHECK(got[l][1] == 9u);
@@ -306,7 +317,8 @@ TEST_CASE("LDS and s_barrier: one wave writes, the other reads after the barrier
   s_waitcnt lgkmcnt(0)
   s_waitcnt lgkmcnt(0)
   global_store_b32 v3, v4, s[4:5]
-)", 256));
+)",
+                                      256));
   amd::RunResult r = gpu.executor.run(dispatch_of(gpu, k, kernarg, {1, 1, 1}, {64, 1, 1}));
   REQUIRE(!r.fault);
   for (uint32_t i = 0; i < 64; ++i) CHECK(out[i] == (63 - i) * (63 - i));
@@ -320,11 +332,11 @@ TEST_CASE("scratch: per-lane private memory; an access past the private segment 
   scratch_store_b32 v11, v2, off offset:16
   scratch_load_b32 v5, off, off offset:8
   scratch_load_b32 v6, v11, off offset:16
-)", {u4(11, 1), u4(22, 2), u4(33, 3)}, 32, 256);
+)",
+                   {u4(11, 1), u4(22, 2), u4(33, 3)}, 32, 256);
   for (int l = 0; l < 32; ++l) CHECK(out[l][0] == std::array<uint32_t, 3>{11, 22, 33}[l % 3]);
   for (int l = 0; l < 32; ++l) CHECK(out[l][1] == std::array<uint32_t, 3>{1, 2, 3}[l % 3]);
-  CHECK_THROWS_WITH(lanes("  scratch_store_b32 off, v1, off offset:256", {u4(1)}, 32, 256),
-                    doctest::Contains("write of scratch address 0x100"));
+  CHECK_THROWS_WITH(lanes("  scratch_store_b32 off, v1, off offset:256", {u4(1)}, 32, 256), doctest::Contains("write of scratch address 0x100"));
 }
 
 TEST_CASE("denormal mode from the descriptor: flushed when FLOAT_DENORM_32 says so") {

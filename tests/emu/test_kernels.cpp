@@ -15,11 +15,11 @@
 #include <random>
 #include <sstream>
 
-#include "tests/codegen/run.h"
 #include "codegen/builtin_kernels.h"
 #include "emu/amd/rdna3/inst.h"
 #include "harness.h"
 #include "ir/dtype.h"
+#include "tests/codegen/run.h"
 
 using namespace ugpu;
 using namespace ugpu::test;
@@ -65,7 +65,8 @@ a = DEFINE_GLOBAL:{T}* {1}
 i = RANGE(257) {0, GLOBAL}
 x = LOAD:{T}(INDEX:{T}*(a, i))
 SINK(END(STORE(INDEX:{T}*(out, i), MAX(x * x + x, x)), i))
-)", {{"T", t.name()}}));
+)",
+                         {{"T", t.name()}}));
   int checked = 0;
   for (const std::string& text : texts) {
     codegen::CompileOptions o;
@@ -131,7 +132,8 @@ x = DEFINE_GLOBAL:float* {1}
 i = RANGE(1006) {0, GLOBAL}
 v = LOAD:float(INDEX:float*(x, WHERE((i > 2) & (i < 1003), i - 3, INVALID)), -1.0)
 SINK(END(STORE(INDEX:float*(out, i), v), i))
-)"), {{o.data(), o.size() * 4}, {x.data(), x.size() * 4}});
+)"),
+                         {{o.data(), o.size() * 4}, {x.data(), x.size() * 4}});
   if (r.result.fault) FAIL(r.result.fault->message);
   int bad = 0;
   for (int i = 0; i < 1006; ++i) bad += o[i] != ((i >= 3 && i < 1003) ? (i - 3) * 0.25f : -1.0f);

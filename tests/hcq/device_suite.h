@@ -15,7 +15,7 @@ namespace ugpu::test {
 
 // Runs `text` on `dev` with the given input bytes per buffer slot and variables; returns the buffers.
 inline std::vector<std::vector<uint8_t>> run_on(hcq::Device& dev, const std::string& text, const std::vector<std::vector<uint8_t>>& in,
-                                         const std::vector<int64_t>& vars) {
+                                                const std::vector<int64_t>& vars) {
   auto prog = drivers::load_kernel(dev, ir::parse(text), "k");
   std::vector<hcq::Buffer> bufs;
   std::vector<hcq::Val> args;
@@ -24,7 +24,8 @@ inline std::vector<std::vector<uint8_t>> run_on(hcq::Device& dev, const std::str
     dev.copy_in(bufs.back(), 0, b);
     args.push_back(bufs.back().va);
   }
-  for (size_t i = 0; i < vars.size() && static_cast<int>(i) < prog->vars; ++i) args.push_back(static_cast<uint64_t>(vars[i]));  // unused variables are dropped
+  for (size_t i = 0; i < vars.size() && static_cast<int>(i) < prog->vars; ++i)
+    args.push_back(static_cast<uint64_t>(vars[i]));  // unused variables are dropped
   uint64_t t = dev.next_timeline();
   auto q = dev.compute_queue();
   q->wait(dev.timeline(), t - 1).memory_barrier().exec(*prog, args).memory_barrier().signal(dev.timeline(), t);

@@ -41,7 +41,9 @@ using Opener = std::function<Opened(bool small_rings)>;
 Opened open_cpu(bool small_rings, bool copy_engine) {
   return {std::make_unique<cpu::CpuDevice>(small_rings ? 2 : 0, small_rings ? 64 : 1 << 16, copy_engine), {}, {}};
 }
-std::shared_ptr<sys::Os> host_os() { return std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}); }
+std::shared_ptr<sys::Os> host_os() {
+  return std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {});
+}
 amd::AmdOptions amd_options(bool small_rings) {
   amd::AmdOptions o;
   if (small_rings) o.compute_ring_bytes = o.sdma_ring_bytes = 4096;  // 1024 dwords
@@ -178,7 +180,8 @@ TEST_CASE("hcq: a wait issued before its signal holds the queue until the host s
 TEST_CASE("hcq: a wait that is never satisfied ends in Timeout and a device error state") {
   each_device([](hcq::Device& dev) {
     auto s = dev.new_signal();
-    CHECK_THROWS_WITH_AS(dev.wait(*s, 1, "a signal nobody sets", std::chrono::milliseconds(50)), doctest::Contains("did not reach 1 within 50 ms"), hcq::Timeout);
+    CHECK_THROWS_WITH_AS(dev.wait(*s, 1, "a signal nobody sets", std::chrono::milliseconds(50)), doctest::Contains("did not reach 1 within 50 ms"),
+                         hcq::Timeout);
     CHECK(dev.failed());
     auto q = dev.compute_queue();
     q->signal(*s, 1);
@@ -305,7 +308,7 @@ TEST_CASE("hcq: more submissions than the rings hold wait for space and lose not
     CHECK(ints(a)[7] == 400);
     CHECK(ints(c)[3] == 400);
     CHECK(!dev.failed());
-    CHECK(dev.ring_waits() > 0);  // back-pressure happened
+    CHECK(dev.ring_waits() > 0);                // back-pressure happened
     if (o.gpu_log) CHECK(o.gpu_log().empty());  // and the GPU never saw an overrun or a bad packet
   }
 }
@@ -517,7 +520,8 @@ TEST_CASE("hcq: a hung kernel ends in Timeout and an error state, its queues sto
     Val forever[] = {out.va, uint64_t{1} << 62};
     hang->exec(*spin, forever).signal(dev.timeline(), v);
     hang->submit();
-    CHECK_THROWS_WITH_AS(dev.wait(dev.timeline(), v, "the hung kernel", std::chrono::milliseconds(300)), doctest::Contains("the hung kernel"), hcq::Timeout);
+    CHECK_THROWS_WITH_AS(dev.wait(dev.timeline(), v, "the hung kernel", std::chrono::milliseconds(300)), doctest::Contains("the hung kernel"),
+                         hcq::Timeout);
     CHECK(dev.failed());
     CHECK_THROWS_AS(dev.synchronize(), hcq::DeviceError);
     if (o.gpu_queues) CHECK(o.gpu_queues() == 0);  // the driver destroyed its queues (channels), which stopped the kernel

@@ -75,11 +75,11 @@ TEST_CASE("dtype: integer wrap and ranges") {
 
 TEST_CASE("dtype: half rounding matches the hardware conversion") {
   CHECK(round_float(65504.0, dt::half) == 65504.0);
-  CHECK(std::isinf(round_float(65520.0, dt::half)));           // halfway to the next binade: ties to even = inf
+  CHECK(std::isinf(round_float(65520.0, dt::half)));  // halfway to the next binade: ties to even = inf
   CHECK(round_float(65519.0, dt::half) == 65504.0);
   CHECK(round_float(1.0 + std::ldexp(1, -11), dt::half) == 1.0);  // tie -> even
   CHECK(round_float(1.0 + 3 * std::ldexp(1, -11), dt::half) == 1.0 + std::ldexp(1, -9));
-  CHECK(round_float(std::ldexp(1, -25), dt::half) == 0.0);        // tie between 0 and the smallest denormal
+  CHECK(round_float(std::ldexp(1, -25), dt::half) == 0.0);  // tie between 0 and the smallest denormal
   CHECK(round_float(3 * std::ldexp(1, -26), dt::half) == std::ldexp(1, -24));
   CHECK(std::signbit(round_float(-std::ldexp(1, -30), dt::half)));
   CHECK(float_to_bits(1.0, dt::half) == 0x3c00);

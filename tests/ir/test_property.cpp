@@ -48,12 +48,20 @@ struct Gen {
     if (depth <= 0 || rng() % 6 == 0) return rng() % 5 == 0 ? c(pick(-10, 40)) : leaves[rng() % leaves.size()];
     UOp a = expr(depth - 1);
     switch (rng() % 14) {
-      case 0: case 1: return a + expr(depth - 1);
+      case 0:
+      case 1: return a + expr(depth - 1);
       case 2: return a - expr(depth - 1);
-      case 3: case 4: return a * c(pick(-4, 17));
+      case 3:
+      case 4: return a * c(pick(-4, 17));
       case 5: return a * expr(depth - 2);
-      case 6: { int64_t d = pick(1, 24); return a.floordiv(c(rng() % 8 == 0 ? -d : d)); }
-      case 7: { int64_t d = pick(1, 24); return a % c(rng() % 8 == 0 ? -d : d); }
+      case 6: {
+        int64_t d = pick(1, 24);
+        return a.floordiv(c(rng() % 8 == 0 ? -d : d));
+      }
+      case 7: {
+        int64_t d = pick(1, 24);
+        return a % c(rng() % 8 == 0 ? -d : d);
+      }
       case 8: {  // a divisor that is never 0
         UOp d = leaves[rng() % leaves.size()];
         return (rng() % 2 ? a.floordiv(d * d + 1) : a % (d * d + 1));
@@ -199,6 +207,5 @@ TEST_CASE("property: the bench-rewrite corpus never grows when simplified") {
   }
   flush();
   CHECK(count >= 200);
-  MESSAGE("corpus: ", count, " expressions; operations as written ", tree_before, " -> ", tree_after, "; distinct nodes ",
-          before, " -> ", after);
+  MESSAGE("corpus: ", count, " expressions; operations as written ", tree_before, " -> ", tree_after, "; distinct nodes ", before, " -> ", after);
 }

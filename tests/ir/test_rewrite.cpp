@@ -29,9 +29,9 @@ TEST_CASE("graph_rewrite: rewrites to a fixed point, including what rules produc
 TEST_CASE("graph_rewrite: sources are rewritten before their users (post-order)") {
   std::vector<std::string> order;
   PatternMatcher pm("log", {Rule(UPat(), [&](const Match& m) {
-    order.push_back(std::string(op_name(m.node().op())));
-    return UOp();
-  })});
+                      order.push_back(std::string(op_name(m.node().op())));
+                      return UOp();
+                    })});
   UOp x = var("x");
   graph_rewrite(x * 3 + 1, pm);
   CHECK(order == std::vector<std::string>{"DEFINE_VAR", "CONST", "MUL", "CONST", "ADD"});
@@ -68,12 +68,14 @@ TEST_CASE("substitute replaces nodes without looking inside replacements") {
 
 TEST_CASE("graph_rewrite: a rewrite loop is an error that shows the cycle") {
   UOp x = var("x");
-  PatternMatcher pm("loop", {
-                                Rule(UPat(Op::ADD, {UPat::var("a"), UPat::var("b")}),
-                                     [](const Match& m) { return UOp::alu(Op::SUB, {m["a"], -m["b"]}); }, "add-to-sub"),
-                                Rule(UPat(Op::SUB, {UPat::var("a"), UPat(Op::NEG, {UPat::var("b")})}),
-                                     [](const Match& m) { return m["a"] + m["b"]; }, "sub-to-add"),
-                            });
+  PatternMatcher pm(
+      "loop",
+      {
+          Rule(
+              UPat(Op::ADD, {UPat::var("a"), UPat::var("b")}), [](const Match& m) { return UOp::alu(Op::SUB, {m["a"], -m["b"]}); }, "add-to-sub"),
+          Rule(
+              UPat(Op::SUB, {UPat::var("a"), UPat(Op::NEG, {UPat::var("b")})}), [](const Match& m) { return m["a"] + m["b"]; }, "sub-to-add"),
+      });
   try {
     graph_rewrite(x + 1, pm);
     FAIL("expected RewriteLoop");
@@ -90,8 +92,10 @@ TEST_CASE("graph_rewrite: a rewrite loop is an error that shows the cycle") {
 TEST_CASE("graph_rewrite: bottom-up rules that come back are a loop too") {
   UOp x = var("x");
   PatternMatcher flip("flip", {
-                                  Rule(UPat::cnst(1), [](const Match&) { return c(2); }, "one-to-two"),
-                                  Rule(UPat::cnst(2), [](const Match&) { return c(1); }, "two-to-one"),
+                                  Rule(
+                                      UPat::cnst(1), [](const Match&) { return c(2); }, "one-to-two"),
+                                  Rule(
+                                      UPat::cnst(2), [](const Match&) { return c(1); }, "two-to-one"),
                               });
   try {
     graph_rewrite_bottom_up(x + 1, flip);
@@ -109,9 +113,7 @@ TEST_CASE("graph_rewrite: a rewrite that never settles stops with an error") {
   try {
     graph_rewrite(x + 1, &grow, RewriteOptions{nullptr, nullptr, 1000});
     FAIL("expected RewriteLoop");
-  } catch (const RewriteLoop& e) {
-    CHECK(std::string(e.what()).find("did not converge") != std::string::npos);
-  }
+  } catch (const RewriteLoop& e) { CHECK(std::string(e.what()).find("did not converge") != std::string::npos); }
 }
 
 TEST_CASE("graph_rewrite: deep graphs do not overflow the stack") {

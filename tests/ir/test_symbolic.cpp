@@ -5,8 +5,8 @@
 
 using namespace ugpu::ir;
 using ugpu::ir::test::kVars;
-using ugpu::ir::test::simp;
 using ugpu::ir::test::last_line;
+using ugpu::ir::test::simp;
 namespace dt = ugpu::ir::dtypes;
 
 namespace {
@@ -158,5 +158,5 @@ TEST_CASE("symbolic: validity simplifies the guarded value") {
   // !(x < 10) & x < 12: x in [10, 11]
   CHECK(S("WHERE(((x < 10) != true) & (x < 12), x // 10, INVALID)") == "WHERE((x < 12) & (x < 10 != true), 1, INVALID)");
   CHECK(S("WHERE((x < 10) & (x < 5), x, INVALID)") == "WHERE(x < 5, x, INVALID)");
-  CHECK(last_line(print(simplify_valid(parse(std::string(kVars) + "(x < 5) & (5 < x)"))) ) == "false");
+  CHECK(last_line(print(simplify_valid(parse(std::string(kVars) + "(x < 5) & (5 < x)")))) == "false");
 }

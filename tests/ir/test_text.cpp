@@ -42,8 +42,7 @@ TEST_CASE("text: round trip of every arg kind and constant") {
   for (double v : std::initializer_list<double>{0.0, -0.0, 1.5, -2.25, 1e-30, 3.4028234663852886e38, INFINITY, -INFINITY, NAN, 0.1})
     for (DType t : {dt::float32, dt::float64, dt::half, dt::bfloat16, dt::fp8e4m3, dt::fp8e5m2}) round_trips(UOp::const_float(t, v));
   for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{127}, INT64_MIN, INT64_MAX})
-    for (DType t : {dt::int8, dt::int32, dt::int64, dt::uint8, dt::uint32, dt::uint64, dt::index, dt::bool_})
-      round_trips(UOp::const_int(t, v));
+    for (DType t : {dt::int8, dt::int32, dt::int64, dt::uint8, dt::uint32, dt::uint64, dt::index, dt::bool_}) round_trips(UOp::const_int(t, v));
   UOp g = UOp::make(Op::DEFINE_GLOBAL, dt::float32.ptr(), {}, int64_t{0});
   UOp l = UOp::make(Op::DEFINE_LOCAL, dt::half.vec(4).ptr(AddrSpace::Local), {}, Ints{1, 64});
   UOp idx = UOp::make(Op::INDEX, g.dtype(), {g, r});
@@ -81,9 +80,7 @@ TEST_CASE("text: errors name the line and column") {
   auto err = [](const char* text) -> std::string {
     try {
       parse(text);
-    } catch (const ParseError& e) {
-      return e.what();
-    }
+    } catch (const ParseError& e) { return e.what(); }
     return "no error";
   };
   CHECK(err("x + 1") == "line 1, column 1: unknown name 'x'");

@@ -124,8 +124,8 @@ TEST_CASE("uop: bounds of each op") {
 
 TEST_CASE("uop: bounds are sound (every value at every point lies inside)") {
   std::mt19937 rng(11);
-  const Op ops[] = {Op::ADD, Op::SUB, Op::MUL, Op::FLOORDIV, Op::FLOORMOD, Op::CDIV, Op::CMOD, Op::MAX,
-                    Op::AND, Op::OR, Op::XOR, Op::CMPLT, Op::CMPNE, Op::CMPEQ, Op::SHL, Op::SHR};
+  const Op ops[] = {Op::ADD, Op::SUB, Op::MUL, Op::FLOORDIV, Op::FLOORMOD, Op::CDIV,  Op::CMOD, Op::MAX,
+                    Op::AND, Op::OR,  Op::XOR, Op::CMPLT,    Op::CMPNE,    Op::CMPEQ, Op::SHL,  Op::SHR};
   for (int iter = 0; iter < 400; ++iter) {
     int64_t alo = static_cast<int64_t>(rng() % 21) - 10, blo = static_cast<int64_t>(rng() % 21) - 10;
     UOp a = UOp::var("a", alo, alo + static_cast<int64_t>(rng() % 12), dt::int32);

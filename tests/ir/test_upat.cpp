@@ -33,15 +33,18 @@ TEST_CASE("upat: commutative sources try every order, and every binding is offer
   UOp b = UOp::var("b", 0, 9, dt::int32);
   std::vector<std::string> seen;
   PatternMatcher pm("t", {Rule(UPat::var("x") + UPat::var("y"), [&](const Match& m) {
-    seen.push_back(m["x"] == a ? "a" : "b");
-    return m["x"] == b ? m["y"] : UOp();
-  })});
+                      seen.push_back(m["x"] == a ? "a" : "b");
+                      return m["x"] == b ? m["y"] : UOp();
+                    })});
   CHECK(pm.rewrite(a + b) == a);
   CHECK(seen == std::vector<std::string>{"a", "b"});
   // identical sub-patterns are one order, not two
   int calls = 0;
   UPat any;
-  PatternMatcher pm2("t", {Rule(UPat(Op::ADD).any_order({any, any}), [&](const Match&) { ++calls; return UOp(); })});
+  PatternMatcher pm2("t", {Rule(UPat(Op::ADD).any_order({any, any}), [&](const Match&) {
+                       ++calls;
+                       return UOp();
+                     })});
   pm2.rewrite(a + b);
   CHECK(calls == 1);
   // three sources: all 6 orders
@@ -49,7 +52,10 @@ TEST_CASE("upat: commutative sources try every order, and every binding is offer
   UOp cond = a.lt(b);
   UOp wh = UOp::make(Op::WHERE, dt::int32, {cond, tag(1), tag(2)});
   int binds = 0;
-  PatternMatcher pm3("t", {Rule(w, [&](const Match&) { ++binds; return UOp(); })});
+  PatternMatcher pm3("t", {Rule(w, [&](const Match&) {
+                       ++binds;
+                       return UOp();
+                     })});
   pm3.rewrite(wh);
   CHECK(binds == 2);  // v=cond with (c1,c2) = (1,2) or (2,1)
 }
@@ -110,7 +116,10 @@ TEST_CASE("pattern matcher: early rejection never hides a match") {
 TEST_CASE("pattern matcher: context and errors") {
   UOp a = UOp::var("a", 0, 9);
   int counter = 0;
-  PatternMatcher pm("ctx", {Rule(UPat(Op::DEFINE_VAR), [](const Match& m) { ++m.ctx<int>(); return UOp(); })});
+  PatternMatcher pm("ctx", {Rule(UPat(Op::DEFINE_VAR), [](const Match& m) {
+                      ++m.ctx<int>();
+                      return UOp();
+                    })});
   pm.rewrite(a, &counter);
   CHECK(counter == 1);
   PatternMatcher bad("bad", {Rule(UPat(Op::DEFINE_VAR), [](const Match& m) { return m["nope"]; })});

@@ -30,7 +30,8 @@ TEST_CASE("verify: each op's rules are checked") {
   CHECK(starts(problem(UOp::make(Op::ADD, dt::int32, {i, j})), "ADD: sources have different dtypes int32 and int64"));
   CHECK(starts(problem(UOp::make(Op::CMPLT, dt::int32, {i, i})), "CMPLT: comparisons give bool"));
   CHECK(starts(problem(UOp::make(Op::FDIV, dt::int32, {i, i})), "FDIV: FDIV is for floats"));
-  CHECK(starts(problem(UOp::make(Op::DEFINE_LOCAL, dt::float32.ptr(AddrSpace::Local), {}, Ints{0, 0})), "DEFINE_LOCAL: arg must be (id, element count)"));
+  CHECK(starts(problem(UOp::make(Op::DEFINE_LOCAL, dt::float32.ptr(AddrSpace::Local), {}, Ints{0, 0})),
+               "DEFINE_LOCAL: arg must be (id, element count)"));
   CHECK(starts(problem(UOp::make(Op::FLOORMOD, dt::float32, {f, f})), "FLOORMOD: FLOORMOD is for integers"));
   CHECK(starts(problem(UOp::make(Op::SQRT, dt::int32, {i})), "SQRT: SQRT is for floats"));
   CHECK(starts(problem(UOp::make(Op::WHERE, dt::int32, {i, i, i})), "WHERE: condition must be bool"));

@@ -37,13 +37,23 @@ TEST_CASE("pushbuffer: method headers encode the NV_FIFO_DMA fields") {
 
 TEST_CASE("pushbuffer: the reader expands incrementing, non-incrementing, increment-once and immediate methods") {
   std::vector<uint32_t> w = {
-      nv::method_header(nv::SecOp::Inc, 0, nv::host::SEM_ADDR_LO, 3), 10, 11, 12,
+      nv::method_header(nv::SecOp::Inc, 0, nv::host::SEM_ADDR_LO, 3),
+      10,
+      11,
+      12,
       0,  // a NOP dword
-      nv::method_header(nv::SecOp::NonInc, 4, nv::copy::LAUNCH_DMA, 2), 20, 21,
-      nv::method_header(nv::SecOp::OneInc, 1, nv::compute::SEND_PCAS_A, 3), 30, 31, 32,
+      nv::method_header(nv::SecOp::NonInc, 4, nv::copy::LAUNCH_DMA, 2),
+      20,
+      21,
+      nv::method_header(nv::SecOp::OneInc, 1, nv::compute::SEND_PCAS_A, 3),
+      30,
+      31,
+      32,
       nv::method_header(nv::SecOp::Immediate, 2, nv::host::NON_STALL_INTERRUPT, 7),
       nv::method_header(nv::SecOp::Inc, 3, 0x200, 0),  // no data: nothing written
-      nv::method_header(nv::SecOp::EndSegment, 0, 0, 0), nv::method_header(nv::SecOp::Inc, 0, 0x8, 1), 99,  // after the end: unread
+      nv::method_header(nv::SecOp::EndSegment, 0, 0, 0),
+      nv::method_header(nv::SecOp::Inc, 0, 0x8, 1),
+      99,  // after the end: unread
   };
   std::string err;
   auto m = read_all(w, &err);
@@ -86,12 +96,18 @@ TEST_CASE("pushbuffer: malformed streams are errors naming the header and its dw
 
 TEST_CASE("pushbuffer: descriptions follow SET_OBJECT bindings and name fields") {
   std::vector<uint32_t> w = {
-      nv::method_header(nv::SecOp::Inc, 1, nv::host::SET_OBJECT, 1), 0xcbc0,
-      nv::method_header(nv::SecOp::Inc, 4, nv::host::SET_OBJECT, 1), 0xc8b5,
-      nv::method_header(nv::SecOp::Inc, 1, nv::compute::INVALIDATE_SHADER_CACHES_NO_WFI, 1), 0x1011,
-      nv::method_header(nv::SecOp::Inc, 4, nv::copy::LAUNCH_DMA, 1), 0x182,
-      nv::method_header(nv::SecOp::Inc, 0, nv::host::SEM_EXECUTE, 1), 3u | nv::host::sem::kPayload64,
-      nv::method_header(nv::SecOp::Inc, 2, 0x1234, 1), 5,
+      nv::method_header(nv::SecOp::Inc, 1, nv::host::SET_OBJECT, 1),
+      0xcbc0,
+      nv::method_header(nv::SecOp::Inc, 4, nv::host::SET_OBJECT, 1),
+      0xc8b5,
+      nv::method_header(nv::SecOp::Inc, 1, nv::compute::INVALIDATE_SHADER_CACHES_NO_WFI, 1),
+      0x1011,
+      nv::method_header(nv::SecOp::Inc, 4, nv::copy::LAUNCH_DMA, 1),
+      0x182,
+      nv::method_header(nv::SecOp::Inc, 0, nv::host::SEM_EXECUTE, 1),
+      3u | nv::host::sem::kPayload64,
+      nv::method_header(nv::SecOp::Inc, 2, 0x1234, 1),
+      5,
   };
   std::string d = nv::describe_pushbuffer(w);
   CHECK(d.find("subch 1 SET_OBJECT nvclass=0xcbc0") != std::string::npos);
@@ -107,11 +123,11 @@ TEST_CASE("pushbuffer: descriptions follow SET_OBJECT bindings and name fields")
 TEST_CASE("GPFIFO entries: 40-bit address, subroutine level, length, sync") {
   nv::GpEntry e{0xab'cdef'0124ull, 0x1f'ffff, true, true, false};
   uint64_t raw = nv::encode_gp_entry(e);
-  CHECK((raw & 0xffffffffu) == 0xcdef0124u);         // ENTRY0.GET (address bits 31:2)
-  CHECK(((raw >> 32) & 0xff) == 0xab);               // ENTRY1.GET_HI
-  CHECK(((raw >> 41) & 1) == 1);                     // ENTRY1.LEVEL subroutine
-  CHECK(((raw >> 42) & 0x1fffff) == 0x1fffff);       // ENTRY1.LENGTH
-  CHECK((raw >> 63) == 1);                           // ENTRY1.SYNC wait
+  CHECK((raw & 0xffffffffu) == 0xcdef0124u);    // ENTRY0.GET (address bits 31:2)
+  CHECK(((raw >> 32) & 0xff) == 0xab);          // ENTRY1.GET_HI
+  CHECK(((raw >> 41) & 1) == 1);                // ENTRY1.LEVEL subroutine
+  CHECK(((raw >> 42) & 0x1fffff) == 0x1fffff);  // ENTRY1.LENGTH
+  CHECK((raw >> 63) == 1);                      // ENTRY1.SYNC wait
   nv::GpEntry d = nv::decode_gp_entry(raw);
   CHECK(d.address == e.address);
   CHECK(d.dwords == e.dwords);

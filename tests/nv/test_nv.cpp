@@ -3,7 +3,6 @@
 // submitted methods and QMDs, and the kernel suite against the CPU. MMU faults, hangs and full rings
 // are cases of the HCQ conformance suite (tests/hcq/test_hcq.cpp), with emu:nv's expectations.
 #include <doctest/doctest.h>
-
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -13,18 +12,18 @@
 #include <cstring>
 #include <thread>
 
-#include "tests/hcq/device_suite.h"
 #include "codegen/builtin_kernels.h"
 #include "codegen/compiler.h"
 #include "codegen/llvm/ptxas.h"
 #include "drivers/devices.h"
-#include "drivers/nv/rm/rm_gpu.h"
 #include "drivers/nv/rm/rm.h"
+#include "drivers/nv/rm/rm_gpu.h"
 #include "emu/nv/rm/rm_model.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
 #include "hw/nv/rm_abi.h"
 #include "ir/text.h"
+#include "tests/hcq/device_suite.h"
 
 using namespace ugpu;
 using namespace ugpu::test;

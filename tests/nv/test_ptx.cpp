@@ -9,8 +9,8 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -19,12 +19,12 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/codegen/run.h"
-#include "codegen/compiler.h"
 #include "codegen/builtin_kernels.h"
+#include "codegen/compiler.h"
 #include "common/error.h"
 #include "emu/nv/ptx/ptx.h"
 #include "ir/dtype.h"
+#include "tests/codegen/run.h"
 
 using namespace ugpu;
 using namespace ugpu::test;
@@ -136,7 +136,8 @@ void compare(const Case& c, ir::DType t, std::vector<ir::DType> types = {}) {
   CAPTURE(c.name);
   ir::UOp k = kernel(c.text);
   std::vector<std::vector<uint8_t>> host, emu;
-  for (size_t i = 0; i < c.bytes.size(); ++i) host.push_back(random_bytes(c.bytes[i], i < types.size() ? types[i] : t, static_cast<uint32_t>(17 + i)));
+  for (size_t i = 0; i < c.bytes.size(); ++i)
+    host.push_back(random_bytes(c.bytes[i], i < types.size() ? types[i] : t, static_cast<uint32_t>(17 + i)));
   emu = host;
   std::vector<Buf> bufs;
   for (auto& h : host) bufs.push_back(Buf{h});
@@ -173,8 +174,9 @@ void compare(const Case& c, ir::DType t, std::vector<ir::DType> types = {}) {
   }
 }
 
-const std::vector<ir::DType> kAllTypes = {ir::dtypes::int8, ir::dtypes::int16, ir::dtypes::int32, ir::dtypes::int64, ir::dtypes::uint8, ir::dtypes::uint16,
-                                          ir::dtypes::uint32, ir::dtypes::uint64, ir::dtypes::half, ir::dtypes::bfloat16, ir::dtypes::float32, ir::dtypes::float64};
+const std::vector<ir::DType> kAllTypes = {ir::dtypes::int8,  ir::dtypes::int16,    ir::dtypes::int32,   ir::dtypes::int64,
+                                          ir::dtypes::uint8, ir::dtypes::uint16,   ir::dtypes::uint32,  ir::dtypes::uint64,
+                                          ir::dtypes::half,  ir::dtypes::bfloat16, ir::dtypes::float32, ir::dtypes::float64};
 
 // ---- hand-written PTX -------------------------------------------------------------------------
 
@@ -223,9 +225,7 @@ nv::PtxRunResult run(Text& t, unsigned threads = 1) {
 std::string parse_error(const std::string& text) {
   try {
     nv::parse_ptx(text);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "(no error)";
 }
 
@@ -322,8 +322,15 @@ SINK(END(STORE(INDEX:{OT}*(out, i), {E}), i))
 )";
   for (ir::DType t : kAllTypes) {
     const std::string T(t.name());
-    std::vector<std::string> exprs = {"-x", "x - y", "x * y", "MAX(x, y)", "CAST:" + T + "(x < y)", "CAST:" + T + "(x != y)",
-                                      "CAST:" + T + "(x == y)", "WHERE(x < y, x, y)", "MULACC(x, y, x)"};
+    std::vector<std::string> exprs = {"-x",
+                                      "x - y",
+                                      "x * y",
+                                      "MAX(x, y)",
+                                      "CAST:" + T + "(x < y)",
+                                      "CAST:" + T + "(x != y)",
+                                      "CAST:" + T + "(x == y)",
+                                      "WHERE(x < y, x, y)",
+                                      "MULACC(x, y, x)"};
     if (t.is_float()) {
       for (const char* e : {"x / y", "SQRT(x)", "EXP2(x)", "LOG2(x)", "SIN(x)", "RECIPROCAL(x)", "TRUNC(x)", "POW(x, y)"}) exprs.push_back(e);
     } else {
@@ -346,7 +353,8 @@ SINK(END(STORE(INDEX:{OT}*(out, i), {E}), i))
 
 TEST_CASE("PTX executor: workgroup memory and a barrier (group_sum) match the host, on one and two threads") {
   for (unsigned threads : {1u, 2u})
-    check_builtin(codegen::builtin_kernel("group_sum"), [threads](const auto& k, const auto& run, auto& bufs) { run_on_executor(k, run, bufs, threads); });
+    check_builtin(codegen::builtin_kernel("group_sum"),
+                  [threads](const auto& k, const auto& run, auto& bufs) { run_on_executor(k, run, bufs, threads); });
 }
 
 TEST_CASE("PTX executor: gather with out-of-range ids and a masked load read nothing outside their buffers") { check("gather"); }
@@ -368,8 +376,8 @@ SINK(END(STORE(INDEX:float*(c, i*256 + j), acc), i, j))
     Gpu gpu;
     NvRun r = run_sm90(gpu, kernel(text), {{c.data(), c.size() * 4}, {a.data(), a.size() * 4}, {b.data(), b.size() * 4}}, {}, threads);
     if (r.result.fault) FAIL(r.result.fault->message);
-    MESSAGE("matmul 256^3 on " << threads << " host thread(s): " << r.result.instructions << " warp instructions in " << r.seconds * 1e3 << " ms = "
-                               << static_cast<double>(r.result.instructions) / r.seconds / 1e6 << " M warp-instructions/s");
+    MESSAGE("matmul 256^3 on " << threads << " host thread(s): " << r.result.instructions << " warp instructions in " << r.seconds * 1e3
+                               << " ms = " << static_cast<double>(r.result.instructions) / r.seconds / 1e6 << " M warp-instructions/s");
     float want = 0;
     for (int k = 0; k < 256; ++k) want += a[5 * 256 + k] * b[k * 256 + 9];
     CHECK(c[5 * 256 + 9] == want);
@@ -416,8 +424,8 @@ TEST_CASE("PTX faults: a global read past a buffer names the address, block, thr
   CHECK(f.instruction == "ld.global.u32 %r2, [%rd4]");
   char addr[32];
   std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(pin + 64));
-  CHECK(f.message == "GPU memory fault: global read of 4 bytes at " + std::string(addr) + " (not mapped) by block (0,0,0) thread (16,0,0) at PTX line " +
-                         std::to_string(f.line) + ": ld.global.u32 %r2, [%rd4]");
+  CHECK(f.message == "GPU memory fault: global read of 4 bytes at " + std::string(addr) +
+                         " (not mapped) by block (0,0,0) thread (16,0,0) at PTX line " + std::to_string(f.line) + ": ld.global.u32 %r2, [%rd4]");
   // The launch stopped at the fault: the faulting warp stored nothing, and block 1 did not run.
   CHECK(out[0] == 0);
   CHECK(r.blocks_run == 0);
@@ -609,8 +617,7 @@ TEST_CASE("PTX parser and executor: mutated kernels are refused with an Error or
     try {
       nv::PtxRunResult r = nv::run_ptx(l, o);
       faulted += r.fault.has_value();
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
     {
       std::lock_guard lock(mu);
       done = true;
@@ -719,7 +726,7 @@ TEST_CASE("PTX executor: special registers in a 3D grid of 3D blocks") {
   std::vector<uint32_t> out(nthreads * nblocks * nvals, 0xffffffff);
   uint64_t pout = t.gpu.map(out.data(), out.size() * 4);
   std::string body;
-  const char* regs[] = {"%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
+  const char* regs[] = {"%tid.x",   "%tid.y",   "%tid.z",    "%ntid.x",   "%ntid.y",   "%ntid.z", "%ctaid.x",
                         "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid"};
   for (uint32_t i = 0; i < nvals; ++i)
     body += "  mov.u32 %r9, " + std::string(regs[i]) + ";\n  st.global.u32 [%rd3+" + std::to_string(4 * i) + "], %r9;\n";
@@ -884,10 +891,11 @@ TEST_CASE("PTX instructions: bit manipulation") {
   CHECK(d == std::vector<uint64_t>{0x22222211 | 0x44334433ull << 32});
   d = eval("bfind.u32 %r4, %r1;\n  bfind.shiftamt.u32 %r5, %r1;\n  mov.b64 %rd4, {%r4, %r5};", {0, 1, 0x80000000u});
   CHECK(d == std::vector<uint64_t>{0xffffffffffffffffull, 31ull << 32, 31});
-  d = eval("and.b32 %r4, %r1, %r2;\n  or.b32 %r5, %r1, %r2;\n  xor.b32 %r5, %r5, %r4;\n  not.b32 %r5, %r5;\n  mov.b64 %rd4, {%r4, %r5};", {0xff00ff00u},
-           {0x0ff00ff0u});
+  d = eval("and.b32 %r4, %r1, %r2;\n  or.b32 %r5, %r1, %r2;\n  xor.b32 %r5, %r5, %r4;\n  not.b32 %r5, %r5;\n  mov.b64 %rd4, {%r4, %r5};",
+           {0xff00ff00u}, {0x0ff00ff0u});
   CHECK(d == std::vector<uint64_t>{0x0f000f00ull | uint64_t{~0xf0f0f0f0u} << 32});
-  d = eval("shf.l.wrap.b32 %r4, %r1, %r2, %r3;\n  shf.r.clamp.b32 %r5, %r1, %r2, %r3;\n  mov.b64 %rd4, {%r4, %r5};", {0x80000000u, 1}, {1, 2}, {1, 40});
+  d = eval("shf.l.wrap.b32 %r4, %r1, %r2, %r3;\n  shf.r.clamp.b32 %r5, %r1, %r2, %r3;\n  mov.b64 %rd4, {%r4, %r5};", {0x80000000u, 1}, {1, 2},
+           {1, 40});
   CHECK(d == std::vector<uint64_t>{3 | 0xc0000000ull << 32, 0x200 | 2ull << 32});
 }
 
@@ -908,7 +916,8 @@ TEST_CASE("PTX instructions: conversions round and saturate as the ISA says") {
   d = eval("cvt.s16.s8 %h4, %h1;\n  cvt.u64.u16 %rd4, %h4;", {0x80, 0x17f});
   CHECK(d == std::vector<uint64_t>{0xff80, 0x7f});
   // f32 -> f16: ties to even, directed modes, overflow, subnormals.
-  d = eval("cvt.rn.f16.f32 %h4, %r1;\n  cvt.u64.u16 %rd4, %h4;", {f32(1.0f + 0x1p-11f), f32(1.0f + 3 * 0x1p-11f), f32(70000.f), f32(0x1p-25f), f32(0x1.8p-24f), f32(nan)});
+  d = eval("cvt.rn.f16.f32 %h4, %r1;\n  cvt.u64.u16 %rd4, %h4;",
+           {f32(1.0f + 0x1p-11f), f32(1.0f + 3 * 0x1p-11f), f32(70000.f), f32(0x1p-25f), f32(0x1.8p-24f), f32(nan)});
   CHECK(d == std::vector<uint64_t>{0x3c00, 0x3c02, 0x7c00, 0x0000, 0x0002, 0x7fff});
   d = eval("cvt.rz.f16.f32 %h4, %r1;\n  cvt.rp.f16.f32 %h5, %r1;\n  cvt.u32.u16 %r4, %h4;\n  cvt.u32.u16 %r5, %h5;\n  mov.b64 %rd4, {%r4, %r5};",
            {f32(70000.f), f32(-1.0f - 0x1p-20f)});
@@ -918,7 +927,8 @@ TEST_CASE("PTX instructions: conversions round and saturate as the ISA says") {
   d = eval("cvt.rn.bf16.f32 %h4, %r1;\n  cvt.u64.u16 %rd4, %h4;\n", {f32(1.0f + 0x1p-8f), f32(1.0f + 3 * 0x1p-8f)});
   CHECK(d == std::vector<uint64_t>{0x3f80, 0x3f82});
   // Integers to floats in every direction: 2^24 + 1 is not a float.
-  d = eval("cvt.rn.f32.s64 %r4, %rd1;\n  cvt.rp.f32.s64 %r5, %rd1;\n  mov.b64 %rd4, {%r4, %r5};", {(1ull << 24) + 1, static_cast<uint64_t>(-(1ll << 24) - 1)});
+  d = eval("cvt.rn.f32.s64 %r4, %rd1;\n  cvt.rp.f32.s64 %r5, %rd1;\n  mov.b64 %rd4, {%r4, %r5};",
+           {(1ull << 24) + 1, static_cast<uint64_t>(-(1ll << 24) - 1)});
   CHECK(d == std::vector<uint64_t>{f32(0x1p24f) | f32(0x1p24f + 2) << 32, f32(-0x1p24f) | f32(-0x1p24f) << 32});  // a tie: to the even -2^24
   d = eval("cvt.rn.f64.u64 %rd4, %rd1;", {~uint64_t{0}});
   CHECK(d == std::vector<uint64_t>{f64(0x1p64)});
@@ -934,15 +944,19 @@ TEST_CASE("PTX instructions: conversions round and saturate as the ISA says") {
 
 TEST_CASE("PTX instructions: floating point — rounding modes, f16, NaNs, comparisons, approximations") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  auto d = eval("add.rn.f32 %r4, %r1, %r2;\n  add.rp.f32 %r5, %r1, %r2;\n  mov.b64 %rd4, {%r4, %r5};", {f32(1.0f), f32(-1.0f)}, {f32(0x1p-30f), f32(-0x1p-30f)});
+  auto d = eval("add.rn.f32 %r4, %r1, %r2;\n  add.rp.f32 %r5, %r1, %r2;\n  mov.b64 %rd4, {%r4, %r5};", {f32(1.0f), f32(-1.0f)},
+                {f32(0x1p-30f), f32(-0x1p-30f)});
   CHECK(d == std::vector<uint64_t>{f32(1.0f) | f32(1.0f + 0x1p-23f) << 32, f32(-1.0f) | f32(-1.0f) << 32});
-  d = eval("add.rz.f32 %r4, %r1, %r2;\n  add.rm.f32 %r5, %r1, %r2;\n  mov.b64 %rd4, {%r4, %r5};", {f32(-1.0f), f32(3e38f)}, {f32(-0x1p-30f), f32(3e38f)});
-  CHECK(d == std::vector<uint64_t>{f32(-1.0f) | f32(-1.0f - 0x1p-23f) << 32, f32(std::numeric_limits<float>::max()) | f32(std::numeric_limits<float>::max()) << 32});
+  d = eval("add.rz.f32 %r4, %r1, %r2;\n  add.rm.f32 %r5, %r1, %r2;\n  mov.b64 %rd4, {%r4, %r5};", {f32(-1.0f), f32(3e38f)},
+           {f32(-0x1p-30f), f32(3e38f)});
+  CHECK(d == std::vector<uint64_t>{f32(-1.0f) | f32(-1.0f - 0x1p-23f) << 32,
+                                   f32(std::numeric_limits<float>::max()) | f32(std::numeric_limits<float>::max()) << 32});
   d = eval("div.rz.f32 %r4, %r1, %r2;\n  div.rn.f32 %r5, %r1, %r2;\n  mov.b64 %rd4, {%r4, %r5};", {f32(2.0f)}, {f32(3.0f)});
   CHECK(d == std::vector<uint64_t>{f32(std::nextafter(2.0f / 3.0f, 0.0f)) | f32(2.0f / 3.0f) << 32});
   d = eval("div.rp.f64 %rd4, %rd1, %rd2;", {f64(1.0)}, {f64(3.0)});
   CHECK(d == std::vector<uint64_t>{f64(std::nextafter(1.0 / 3.0, 1.0))});
-  d = eval("fma.rz.f64 %rd4, %rd1, %rd2, %rd3;\n  fma.rn.f64 %rd5, %rd1, %rd2, %rd3;\n  xor.b64 %rd4, %rd4, %rd5;", {f64(1.0 / 3)}, {f64(3.0)}, {f64(0.0)});
+  d = eval("fma.rz.f64 %rd4, %rd1, %rd2, %rd3;\n  fma.rn.f64 %rd5, %rd1, %rd2, %rd3;\n  xor.b64 %rd4, %rd4, %rd5;", {f64(1.0 / 3)}, {f64(3.0)},
+           {f64(0.0)});
   CHECK(d == std::vector<uint64_t>{f64(std::nextafter(1.0, 0.0)) ^ f64(1.0)});  // (1 - 2^-54) exactly: a tie in rn, down in rz
   d = eval("sqrt.rn.f32 %r4, %r1;\n  rcp.rn.f32 %r5, %r1;\n  mov.b64 %rd4, {%r4, %r5};", {f32(2.0f), f32(-1.0f)});
   CHECK(d == std::vector<uint64_t>{f32(std::sqrt(2.0f)) | f32(0.5f) << 32, 0x7fffffffull | f32(-1.0f) << 32});
@@ -963,7 +977,8 @@ TEST_CASE("PTX instructions: floating point — rounding modes, f16, NaNs, compa
   d = eval("fma.rn.f16 %h4, %h1, %h2, %h3;\n  cvt.u64.u16 %rd4, %h4;", {0x3c01}, {0x3c01}, {0xbc00});  // (1+u)^2 - 1 = 2u + u^2: a tie, to even
   CHECK(d == std::vector<uint64_t>{0x1800});
   // min/max: NaN loses; -0 < +0; .NaN makes NaN win.
-  d = eval("min.f32 %r4, %r1, %r2;\n  max.f32 %r5, %r1, %r2;\n  mov.b64 %rd4, {%r4, %r5};", {f32(nan), f32(-0.0f), f32(nan)}, {f32(3.0f), f32(0.0f), f32(nan)});
+  d = eval("min.f32 %r4, %r1, %r2;\n  max.f32 %r5, %r1, %r2;\n  mov.b64 %rd4, {%r4, %r5};", {f32(nan), f32(-0.0f), f32(nan)},
+           {f32(3.0f), f32(0.0f), f32(nan)});
   CHECK(d == std::vector<uint64_t>{f32(3.0f) | f32(3.0f) << 32, f32(-0.0f) | f32(0.0f) << 32, 0x7fffffffull | 0x7fffffffull << 32});
   d = eval("max.NaN.f32 %r4, %r1, %r2;\n  cvt.u64.u32 %rd4, %r4;", {f32(nan)}, {f32(3.0f)});
   CHECK(d == std::vector<uint64_t>{0x7fffffff});
@@ -975,16 +990,22 @@ TEST_CASE("PTX instructions: floating point — rounding modes, f16, NaNs, compa
   std::string cmps;
   const char* ops[] = {"lt", "ltu", "ge", "geu", "ne", "neu", "equ", "num", "nan"};
   for (int i = 0; i < 9; ++i)
-    cmps += "  setp." + std::string(ops[i]) + ".f32 %p1, %r1, %r2;\n  selp.u64 %x8, " + std::to_string(1 << i) + ", 0, %p1;\n  or.b64 %rd4, %rd4, %x8;\n";
+    cmps +=
+        "  setp." + std::string(ops[i]) + ".f32 %p1, %r1, %r2;\n  selp.u64 %x8, " + std::to_string(1 << i) + ", 0, %p1;\n  or.b64 %rd4, %rd4, %x8;\n";
   d = eval(cmps, {f32(1.0f), f32(nan), f32(2.0f)}, {f32(2.0f), f32(1.0f), f32(2.0f)});
   CHECK(d == std::vector<uint64_t>{0b010110011, 0b101101010, 0b011001100});
-  d = eval("setp.lt.and.s32 %p1|%p2, %r1, %r2, %p3;\n  selp.u64 %rd4, 1, 0, %p1;\n  selp.u64 %x8, 2, 0, %p2;\n  or.b64 %rd4, %rd4, %x8;", {1, 3}, {2, 2});
+  d = eval("setp.lt.and.s32 %p1|%p2, %r1, %r2, %p3;\n  selp.u64 %rd4, 1, 0, %p1;\n  selp.u64 %x8, 2, 0, %p2;\n  or.b64 %rd4, %rd4, %x8;", {1, 3},
+           {2, 2});
   CHECK(d == std::vector<uint64_t>{0, 0});  // %p3 is false
-  d = eval("setp.ne.s32 %p3, %r3, 0;\n  setp.lt.or.s32 %p1|%p2, %r1, %r2, !%p3;\n  selp.u64 %rd4, 1, 0, %p1;\n  selp.u64 %x8, 2, 0, %p2;\n  or.b64 %rd4, %rd4, %x8;",
-           {1, 3, 3}, {2, 2, 2}, {1, 1, 0});
+  d = eval(
+      "setp.ne.s32 %p3, %r3, 0;\n  setp.lt.or.s32 %p1|%p2, %r1, %r2, !%p3;\n  selp.u64 %rd4, 1, 0, %p1;\n  selp.u64 %x8, 2, 0, %p2;\n  or.b64 %rd4, "
+      "%rd4, %x8;",
+      {1, 3, 3}, {2, 2, 2}, {1, 1, 0});
   CHECK(d == std::vector<uint64_t>{1, 2, 3});
-  d = eval("testp.subnormal.f32 %p1, %r1;\n  testp.finite.f32 %p2, %r1;\n  selp.u64 %rd4, 1, 0, %p1;\n  selp.u64 %x8, 2, 0, %p2;\n  or.b64 %rd4, %rd4, %x8;",
-           {f32(0x1p-140f), f32(inf), f32(1.0f)});
+  d = eval(
+      "testp.subnormal.f32 %p1, %r1;\n  testp.finite.f32 %p2, %r1;\n  selp.u64 %rd4, 1, 0, %p1;\n  selp.u64 %x8, 2, 0, %p2;\n  or.b64 %rd4, %rd4, "
+      "%x8;",
+      {f32(0x1p-140f), f32(inf), f32(1.0f)});
   CHECK(d == std::vector<uint64_t>{3, 0, 2});
   d = eval("slct.s32.s32 %r4, %r1, %r2, %r3;\n  cvt.u64.u32 %rd4, %r4;", {1, 1}, {2, 2}, {u32(-1), 0});
   CHECK(d == std::vector<uint64_t>{2, 1});
@@ -1006,9 +1027,10 @@ TEST_CASE("PTX instructions: warp shuffles, votes and atomics") {
   for (uint64_t i = 0; i < 32; ++i) CHECK(d[i] == (i ^ 3) * 10);
   d = eval("shfl.sync.idx.b32 %r4, %r1, 5, 31, -1;\n  cvt.u64.u32 %rd4, %r4;", lanes);
   for (uint64_t i = 0; i < 32; ++i) CHECK(d[i] == 50);
-  d = eval("setp.gt.u32 %p1, %r1, 100;\n  vote.sync.ballot.b32 %r4, %p1, -1;\n  vote.sync.any.pred %p2, %p1, -1;\n  vote.sync.all.pred %p3, %p1, -1;\n"
-           "  selp.u32 %r5, 1, 0, %p2;\n  selp.u32 %r6, 2, 0, %p3;\n  or.b32 %r5, %r5, %r6;\n  mov.b64 %rd4, {%r4, %r5};",
-           lanes);
+  d = eval(
+      "setp.gt.u32 %p1, %r1, 100;\n  vote.sync.ballot.b32 %r4, %p1, -1;\n  vote.sync.any.pred %p2, %p1, -1;\n  vote.sync.all.pred %p3, %p1, -1;\n"
+      "  selp.u32 %r5, 1, 0, %p2;\n  selp.u32 %r6, 2, 0, %p3;\n  or.b32 %r5, %r5, %r6;\n  mov.b64 %rd4, {%r4, %r5};",
+      lanes);
   for (uint64_t i = 0; i < 32; ++i) CHECK(d[i] == (0xfffff800ull | 1ull << 32));  // lanes 11-31; any, not all
   // A named barrier with a thread count: warp 0 produces and arrives, warp 1 waits and consumes.
   {

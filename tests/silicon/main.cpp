@@ -22,9 +22,7 @@ int main(int argc, char** argv) {
       auto dev = ugpu::drivers::open_device(name);
       std::printf("silicon: %s: %s, %s\n", name.c_str(), dev->info().arch.c_str(), dev->info().interface.c_str());
       usable += (usable.empty() ? "" : ",") + name;
-    } catch (const std::exception& e) {
-      std::printf("skipped: no %s here: %s\n", name.c_str(), e.what());
-    }
+    } catch (const std::exception& e) { std::printf("skipped: no %s here: %s\n", name.c_str(), e.what()); }
   }
   if (usable.empty()) return 77;
   // The CPU joins as the last device: the cross-device graph test pairs the first with the last.

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "tests/hcq/device_suite.h"
 #include "drivers/nv/nv_device.h"
+#include "tests/hcq/device_suite.h"
 
 using namespace ugpu;
 

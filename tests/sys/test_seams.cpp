@@ -26,17 +26,13 @@ namespace {
 std::string message_of(auto&& f) {
   try {
     f();
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "(no error)";
 }
 int errno_of(auto&& f) {
   try {
     f();
-  } catch (const sys::OsError& e) {
-    return e.err();
-  }
+  } catch (const sys::OsError& e) { return e.err(); }
   return 0;
 }
 std::span<const uint8_t> bytes_of(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
@@ -160,8 +156,7 @@ TEST_CASE("seams: PosixOs errors carry the errno, its name, the path and a hint"
   sys::Fd fd(os, t.path + "/f", O_RDONLY);
   CHECK(os.ioctl(fd.get(), VFIO_GET_API_VERSION, nullptr) == -ENOTTY);  // ioctl reports, never throws
   CHECK_THROWS_WITH_AS(sys::check_ioctl(-EACCES, "AMDKFD_IOC_GET_VERSION on /dev/kfd"),
-                       Contains("AMDKFD_IOC_GET_VERSION on /dev/kfd: Permission denied (EACCES) — check its permissions"),
-                       sys::OsError);
+                       Contains("AMDKFD_IOC_GET_VERSION on /dev/kfd: Permission denied (EACCES) — check its permissions"), sys::OsError);
   CHECK(sys::check_ioctl(7, "x") == 7);
   CHECK(sys::errno_name(EBUSY) == "EBUSY");
 }
@@ -232,8 +227,7 @@ TEST_CASE("seams: VirtualOs serves files, directories and symlinks like Linux") 
   uint8_t b[4];
   CHECK(errno_of([&] { os.pread(w.get(), b, 0); }) == EBADF);
   os.set_errno_on_open("/sys/gpu/gpu_id", EACCES);
-  CHECK_THROWS_WITH_AS(os.read_file("/sys/gpu/gpu_id"), Contains("open /sys/gpu/gpu_id: Permission denied (EACCES)"),
-                       sys::OsError);
+  CHECK_THROWS_WITH_AS(os.read_file("/sys/gpu/gpu_id"), Contains("open /sys/gpu/gpu_id: Permission denied (EACCES)"), sys::OsError);
   os.set_errno_on_open("/sys/gpu/gpu_id", 0);
   CHECK(os.read_file("/sys/gpu/gpu_id") == "7");
   os.remove("/sys/class/kfd");
@@ -361,10 +355,9 @@ TEST_CASE("seams: opening a PCI device explains missing devices, permissions and
   CHECK_THROWS_WITH_AS(sys::open_pci_device(f.os, "0000:03:00.8"), Contains("is not a PCI address"), Error);
   f.os.set_errno_on_open(kDir + "/config", EACCES);
   CHECK(errno_of([&] { sys::open_pci_device(f.os, kAddr); }) == EACCES);
-  CHECK_THROWS_WITH_AS(
-      sys::open_pci_device(f.os, kAddr),
-      Contains("Permission denied (EACCES) — raw PCI access through sysfs needs root: run as root or bind to vfio-pci"),
-      sys::OsError);
+  CHECK_THROWS_WITH_AS(sys::open_pci_device(f.os, kAddr),
+                       Contains("Permission denied (EACCES) — raw PCI access through sysfs needs root: run as root or bind to vfio-pci"),
+                       sys::OsError);
 
   FakePci amd("amdgpu");
   std::string m = message_of([&] { sys::open_pci_device(amd.os, kAddr); });
@@ -378,8 +371,7 @@ TEST_CASE("seams: opening a PCI device explains missing devices, permissions and
 
   FakePci broken;
   broken.os.add_file(kReal + "/resource", "0x1000 zz 0x0\n");
-  CHECK_THROWS_WITH_AS(sys::open_pci_device(broken.os, kAddr), Contains("malformed /sys/bus/pci/devices/0000:03:00.0/resource"),
-                       Error);
+  CHECK_THROWS_WITH_AS(sys::open_pci_device(broken.os, kAddr), Contains("malformed /sys/bus/pci/devices/0000:03:00.0/resource"), Error);
 }
 
 TEST_CASE("seams: SysfsPciDevice DMA memory takes bus addresses from /proc/self/pagemap") {
@@ -452,22 +444,18 @@ struct FakeVfio {
 
   FakeVfio() {
     os.add_symlink(kReal + "/iommu_group", "../../../../kernel/iommu_groups/12");
-    os.add_symlink("/sys/kernel/iommu_groups/12/devices/0000:03:00.0",
-                   "../../../../devices/pci0000:00/0000:00:01.0/0000:03:00.0");
+    os.add_symlink("/sys/kernel/iommu_groups/12/devices/0000:03:00.0", "../../../../devices/pci0000:00/0000:00:01.0/0000:03:00.0");
     os.add_dir("/sys/devices/pci0000:00/0000:00:01.0/0000:03:00.1");
     os.add_symlink("/sys/devices/pci0000:00/0000:00:01.0/0000:03:00.1/driver", "../../../../bus/pci/drivers/snd_hda_intel");
     os.add_dir("/sys/bus/pci/drivers/snd_hda_intel");
     os.add_symlink(std::string(sys::kPciSysfs) + "/0000:03:00.1", "../../../devices/pci0000:00/0000:00:01.0/0000:03:00.1");
-    os.add_symlink("/sys/kernel/iommu_groups/12/devices/0000:03:00.1",
-                   "../../../../devices/pci0000:00/0000:00:01.0/0000:03:00.1");
+    os.add_symlink("/sys/kernel/iommu_groups/12/devices/0000:03:00.1", "../../../../devices/pci0000:00/0000:00:01.0/0000:03:00.1");
 
     auto container = std::make_shared<emu::FunctionFile>();
     container->on_ioctl = [this](unsigned long req, void* arg) -> int {
       auto value = reinterpret_cast<uintptr_t>(arg);
       switch (req) {
-        case VFIO_GET_API_VERSION:
-          calls.push_back("GET_API_VERSION");
-          return VFIO_API_VERSION;
+        case VFIO_GET_API_VERSION: calls.push_back("GET_API_VERSION"); return VFIO_API_VERSION;
         case VFIO_CHECK_EXTENSION:
           calls.push_back("CHECK_EXTENSION " + std::to_string(value));
           return value == VFIO_TYPE1_IOMMU || value == VFIO_TYPE1v2_IOMMU;
@@ -525,9 +513,7 @@ struct FakeVfio {
       std::memcpy(pci.config.data() + config_at(off), s.data(), s.size());
       return long(s.size());
     };
-    device->on_mmap = [this](uint64_t off, size_t len) -> void* {
-      return off == 0 && len <= regs.size() * 8 ? regs.data() : nullptr;
-    };
+    device->on_mmap = [this](uint64_t off, size_t len) -> void* { return off == 0 && len <= regs.size() * 8 ? regs.data() : nullptr; };
     auto group = std::make_shared<emu::FunctionFile>();
     group->on_ioctl = [this, device](unsigned long req, void* arg) -> int {
       switch (req) {
@@ -618,9 +604,7 @@ struct LoopbackUsb : sys::UsbTransport {
   size_t accept = SIZE_MAX;  // bytes a bulk OUT takes
   std::string name() const override { return "usb test"; }
   size_t do_bulk(uint8_t, std::span<uint8_t> d, std::chrono::milliseconds) override { return std::min(d.size(), accept); }
-  size_t do_control(uint8_t, uint8_t, uint16_t, uint16_t, std::span<uint8_t> d, std::chrono::milliseconds) override {
-    return d.size();
-  }
+  size_t do_control(uint8_t, uint8_t, uint16_t, uint16_t, std::span<uint8_t> d, std::chrono::milliseconds) override { return d.size(); }
 };
 }  // namespace
 

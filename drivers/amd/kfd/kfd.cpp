@@ -118,11 +118,13 @@ KfdInterface::KfdInterface(std::shared_ptr<sys::Os> os, const AmdOptions& o) {
     f.kfd = sys::Fd(*os, "/dev/kfd", O_RDWR);
   } catch (const sys::OsError& e) {
     if (e.err() == ENOENT)
-      throw Error(o.name + ": /dev/kfd does not exist: no AMD GPU with the amdgpu kernel driver here (modprobe amdgpu; a path with no "
-                           "kernel driver, amd:pci, is not built yet; without a GPU use emu:amd)");
+      throw Error(o.name +
+                  ": /dev/kfd does not exist: no AMD GPU with the amdgpu kernel driver here (modprobe amdgpu; a path with no "
+                  "kernel driver, amd:pci, is not built yet; without a GPU use emu:amd)");
     if (e.err() == EACCES || e.err() == EPERM)
-      throw Error(o.name + ": permission denied opening /dev/kfd: add your user to the render group (sudo usermod -aG render $USER, then "
-                           "log in again)");
+      throw Error(o.name +
+                  ": permission denied opening /dev/kfd: add your user to the render group (sudo usermod -aG render $USER, then "
+                  "log in again)");
     throw;
   }
   kfd::GetVersion v{};
@@ -144,10 +146,9 @@ KfdInterface::KfdInterface(std::shared_ptr<sys::Os> os, const AmdOptions& o) {
   facts_.arch = arch_of(facts_.gfx_target_version);
   try {
     codegen::find_target(facts_.arch);
-  } catch (const Error&) {
-    throw Error(o.name + ": this GPU is " + facts_.arch + ", which ugpu's code generator does not target yet");
-  }
-  facts_.cu_count = static_cast<uint32_t>(props["simd_count"] / std::max<uint64_t>(props["simd_per_cu"], 1) / std::max<uint64_t>(props["num_xcc"], 1));
+  } catch (const Error&) { throw Error(o.name + ": this GPU is " + facts_.arch + ", which ugpu's code generator does not target yet"); }
+  facts_.cu_count =
+      static_cast<uint32_t>(props["simd_count"] / std::max<uint64_t>(props["simd_per_cu"], 1) / std::max<uint64_t>(props["num_xcc"], 1));
   facts_.scratch_slots = static_cast<uint32_t>(std::max<uint64_t>(props["max_slots_scratch_cu"], 1));
   facts_.vram_bytes = props["local_mem_size"];
   facts_.chip = "device " + hex(props["device_id"]);
@@ -203,8 +204,8 @@ std::shared_ptr<AmdInterface::Memory> KfdInterface::alloc_flags(uint64_t bytes, 
   const uint64_t size = (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096;
   bool userptr = flags & mem::kUserptr;
   // The GPU address is a range reserved in this process, so the CPU mapping can sit at the same address.
-  void* va = f.os->mmap(nullptr, size, userptr ? PROT_READ | PROT_WRITE : PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | (userptr ? 0 : MAP_NORESERVE), -1, 0);
+  void* va =
+      f.os->mmap(nullptr, size, userptr ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | (userptr ? 0 : MAP_NORESERVE), -1, 0);
   kfd::AllocMemoryOfGpu a{};
   a.va_addr = reinterpret_cast<uint64_t>(va), a.size = size, a.gpu_id = f.gpu_id, a.flags = flags;
   if (userptr) a.mmap_offset = a.va_addr;
@@ -212,10 +213,11 @@ std::shared_ptr<AmdInterface::Memory> KfdInterface::alloc_flags(uint64_t bytes, 
   if (r < 0) {
     f.os->munmap(va, size);
     bool vram = flags & mem::kVram;
-    sys::check_ioctl(r, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU of " + std::to_string(size) + " bytes of " + (vram ? "VRAM" : "system memory") + " (" + f.name + ")",
-                     r == -ENOMEM ? "out of GPU memory"
-                     : vram && (flags & mem::kPublic) ? "host-visible VRAM needs a large BAR: enable Resizable BAR / Above 4G decoding in the firmware"
-                                                        : "");
+    sys::check_ioctl(
+        r, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU of " + std::to_string(size) + " bytes of " + (vram ? "VRAM" : "system memory") + " (" + f.name + ")",
+        r == -ENOMEM                     ? "out of GPU memory"
+        : vram && (flags & mem::kPublic) ? "host-visible VRAM needs a large BAR: enable Resizable BAR / Above 4G decoding in the firmware"
+                                         : "");
   }
   auto undo = [&] {
     kfd::FreeMemoryOfGpu fr{a.handle};
@@ -281,7 +283,10 @@ std::optional<AmdInterface::Fault> KfdInterface::wait_for_progress(std::chrono::
   fds_->ioctl(kfd::kWaitEvents, &w, "AMDKFD_IOC_WAIT_EVENTS");
   if (ev[1].memory_exception.va || ev[1].memory_exception.gpu_id) {
     const auto& m = ev[1].memory_exception;
-    std::string kind = m.not_present ? "an unmapped address" : m.read_only ? "a write to read-only memory" : m.no_execute ? "executing non-code memory" : "an access";
+    std::string kind = m.not_present  ? "an unmapped address"
+                       : m.read_only  ? "a write to read-only memory"
+                       : m.no_execute ? "executing non-code memory"
+                                      : "an access";
     return Fault{"GPU page fault at " + hex(m.va) + " (" + kind + ")", ""};
   }
   if (ev[2].hw_exception.gpu_id)

@@ -43,12 +43,14 @@ std::shared_ptr<Rm> Rm::open(std::shared_ptr<sys::Os> os, const std::string& nam
   r->os = std::move(os);
   r->name = name;
   if (!r->os->exists("/dev/nvidiactl"))
-    throw Error(name + ": no NVIDIA GPU: /dev/nvidiactl does not exist (is the nvidia kernel module loaded? `lsmod | grep nvidia`; "
-                       "nouveau cannot be used)");
+    throw Error(name +
+                ": no NVIDIA GPU: /dev/nvidiactl does not exist (is the nvidia kernel module loaded? `lsmod | grep nvidia`; "
+                "nouveau cannot be used)");
   try {
     r->ctl = sys::Fd(*r->os, "/dev/nvidiactl", O_RDWR);
   } catch (const sys::OsError& e) {
-    throw Error(name + ": cannot open /dev/nvidiactl: " + e.what() + (e.err() == EACCES ? " — check the permissions of /dev/nvidia* (the video group)" : ""));
+    throw Error(name + ": cannot open /dev/nvidiactl: " + e.what() +
+                (e.err() == EACCES ? " — check the permissions of /dev/nvidia* (the video group)" : ""));
   }
   // The root client and the version come first, with structs every branch shares.
   r->root = r->alloc(0, rm::NV01_ROOT_CLIENT, nullptr, "the root client");
@@ -64,7 +66,8 @@ std::shared_ptr<Rm> Rm::open(std::shared_ptr<sys::Os> os, const std::string& nam
   r->unified = false;
   for (uint64_t at = kVaBase; at < kVaEnd && !r->unified; at += (kVaEnd - kVaBase) / 8) {
     try {
-      void* p = r->os->mmap(reinterpret_cast<void*>(at), kSmallPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      void* p =
+          r->os->mmap(reinterpret_cast<void*>(at), kSmallPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
       r->unified = p == reinterpret_cast<void*>(at);
       r->os->munmap(p, kSmallPage);
     } catch (const sys::OsError& e) {
@@ -160,7 +163,8 @@ uint64_t Rm::reserve(uint64_t size, uint64_t align) {
     if (got == want) return *va;
     os->munmap(got, size);  // a kernel that ignores MAP_FIXED_NOREPLACE gave another address
   }
-  throw Error(name + ": cannot reserve " + std::to_string(size) + " bytes of address space below 1 TiB (the process has mappings everywhere we tried)");
+  throw Error(name + ": cannot reserve " + std::to_string(size) +
+              " bytes of address space below 1 TiB (the process has mappings everywhere we tried)");
 }
 
 uint64_t Rm::reserve_va(uint64_t size) {
@@ -188,7 +192,9 @@ void Rm::map_to_gpu(const Memory& m, uint64_t) {
               rm::NVOS46_FLAGS_DMA_OFFSET_FIXED.num(rm::NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE);
     p.dmaOffset = m.va;
     int r = os->ioctl(ctl.get(), rm::rm_ioctl(rm::NV_ESC_RM_MAP_MEMORY_DMA, sizeof p), &p);
-    if (r < 0) sys::check_ioctl(r, "NV_ESC_RM_MAP_MEMORY_DMA on /dev/nvidiactl (" + name + ")", "a struct size the driver refuses: branch " + std::string(abi->name));
+    if (r < 0)
+      sys::check_ioctl(r, "NV_ESC_RM_MAP_MEMORY_DMA on /dev/nvidiactl (" + name + ")",
+                       "a struct size the driver refuses: branch " + std::string(abi->name));
     if (p.status != rm::NV_OK) fail(p.status, "RM_MAP_MEMORY_DMA at " + hex(m.va));
     if (p.dmaOffset != m.va) throw Error(name + ": RM mapped the memory at " + hex(p.dmaOffset) + ", not at the fixed address " + hex(m.va));
   });
@@ -243,7 +249,8 @@ std::shared_ptr<Rm::Memory> Rm::alloc_memory(uint64_t size, Where where, bool wr
       p.params.hRoot = root, p.params.hObjectParent = device, p.params.hObjectNew = m->handle;
       p.params.hClass = rm::NV01_MEMORY_SYSTEM_OS_DESCRIPTOR;
       p.params.flags = rm::NVOS02_FLAGS_PHYSICALITY.num(rm::NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS) |
-                       rm::NVOS02_FLAGS_COHERENCY.num(rm::NVOS02_FLAGS_COHERENCY_CACHED) | rm::NVOS02_FLAGS_MAPPING.num(rm::NVOS02_FLAGS_MAPPING_NO_MAP);
+                       rm::NVOS02_FLAGS_COHERENCY.num(rm::NVOS02_FLAGS_COHERENCY_CACHED) |
+                       rm::NVOS02_FLAGS_MAPPING.num(rm::NVOS02_FLAGS_MAPPING_NO_MAP);
       p.params.pMemory = reinterpret_cast<uint64_t>(m->host);
       p.params.limit = size - 1;
       p.fd = -1;

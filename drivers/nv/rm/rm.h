@@ -8,8 +8,8 @@
 #include <string>
 
 #include "hcq/allocator.h"
-#include "sys/os.h"
 #include "hw/nv/rm_abi.h"
+#include "sys/os.h"
 
 namespace ugpu::nv {
 
@@ -29,7 +29,7 @@ struct Rm : std::enable_shared_from_this<Rm> {
   sys::Fd ctl, dev, uvm, uvm_mm;
   std::string dev_path;  // /dev/nvidiaN
   uint32_t root = 0, device = 0, subdevice = 0, virtmem = 0, vaspace = 0;
-  std::string version;               // "580.105.08"
+  std::string version;  // "580.105.08"
   const hw::nv::AbiBranch* abi = nullptr;
   uint8_t uuid[16] = {};
 
@@ -49,8 +49,8 @@ struct Rm : std::enable_shared_from_this<Rm> {
   uint32_t new_handle() { return next_handle_++; }
 
   // RM memory at one address for CPU and GPU. The address comes from the process's range allocator
-  // over the window below 2^40 (shared by every NVIDIA device of the process) (QMDs, pushbuffers and semaphores must be there); the CPU mapping is made inside
-  // a reservation taken with MAP_FIXED_NOREPLACE, so it never lands on another mapping.
+  // over the window below 2^40 (shared by every NVIDIA device of the process) (QMDs, pushbuffers and semaphores must be there); the CPU mapping is
+  // made inside a reservation taken with MAP_FIXED_NOREPLACE, so it never lands on another mapping.
   enum class Where { Vidmem, Sysmem, Host };  // host: the process's own pages (OS descriptor)
   struct Memory {
     uint32_t handle = 0;
@@ -66,7 +66,7 @@ struct Rm : std::enable_shared_from_this<Rm> {
   uint64_t reserve_va(uint64_t size);  // GPU address space only (UVM_REGISTER_CHANNEL's range)
 
  private:
-  uint64_t reserve(uint64_t size, uint64_t align);  // a VA with a PROT_NONE reservation there
+  uint64_t reserve(uint64_t size, uint64_t align);       // a VA with a PROT_NONE reservation there
   void release(uint64_t va, uint64_t size, void* host);  // the GPU range, and the CPU mapping (or reservation) at host
   void map_to_gpu(const Memory& m, uint64_t page);
   int fresh_fd(bool control);  // a new fd to map one allocation through (registered with ctl)

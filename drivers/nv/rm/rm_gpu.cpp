@@ -28,8 +28,8 @@ std::string hex(uint64_t v) {
 // Classes by preference, newest first: the first the GPU lists is used.
 constexpr uint32_t kUsermode[] = {rm::BLACKWELL_USERMODE_A, rm::HOPPER_USERMODE_A, rm::AMPERE_USERMODE_A, rm::TURING_USERMODE_A};
 constexpr uint32_t kGpfifo[] = {rm::AMPERE_CHANNEL_GPFIFO_A, rm::HOPPER_CHANNEL_GPFIFO_A, rm::BLACKWELL_CHANNEL_GPFIFO_A};
-constexpr uint32_t kCompute[] = {rm::BLACKWELL_COMPUTE_B, rm::BLACKWELL_COMPUTE_A, rm::HOPPER_COMPUTE_A, rm::ADA_COMPUTE_A,
-                                 rm::AMPERE_COMPUTE_B, rm::AMPERE_COMPUTE_A};
+constexpr uint32_t kCompute[] = {rm::BLACKWELL_COMPUTE_B, rm::BLACKWELL_COMPUTE_A, rm::HOPPER_COMPUTE_A,
+                                 rm::ADA_COMPUTE_A,       rm::AMPERE_COMPUTE_B,    rm::AMPERE_COMPUTE_A};
 constexpr uint32_t kCopy[] = {rm::BLACKWELL_DMA_COPY_B, rm::BLACKWELL_DMA_COPY_A, rm::HOPPER_DMA_COPY_A, rm::AMPERE_DMA_COPY_B,
                               rm::AMPERE_DMA_COPY_A};
 
@@ -138,7 +138,8 @@ RmInterface::RmInterface(std::shared_ptr<sys::Os> os, const NvOptions& o) : name
     doorbell_page_ = std::move(page);
   }
   rm::NV2080_CTRL_PERF_BOOST_PARAMS boost{};
-  boost.flags = rm::NV2080_CTRL_PERF_BOOST_FLAGS_CMD.num(rm::NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_TO_MAX) | rm::NV2080_CTRL_PERF_BOOST_FLAGS_CUDA.num(1) |
+  boost.flags = rm::NV2080_CTRL_PERF_BOOST_FLAGS_CMD.num(rm::NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_TO_MAX) |
+                rm::NV2080_CTRL_PERF_BOOST_FLAGS_CUDA.num(1) |
                 rm::NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_PRIORITY.num(rm::NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_PRIORITY_HIGH);
   boost.duration = rm::NV2080_CTRL_PERF_BOOST_DURATION_INFINITE;
   try {
@@ -168,9 +169,11 @@ RmInterface::RmInterface(std::shared_ptr<sys::Os> os, const NvOptions& o) : name
   r.uvm_call(rm::UVM_REGISTER_GPU_VASPACE, rv, "UVM_REGISTER_GPU_VASPACE");
 
   // GR facts: the architecture and the SM counts that size shader local memory.
-  rm::NV2080_CTRL_GR_INFO gi[] = {{rm::NV2080_CTRL_GR_INFO_INDEX_SM_VERSION, 0}, {rm::NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS, 0},
-                                   {rm::NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC, 0}, {rm::NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC, 0},
-                                   {rm::NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM, 0}};
+  rm::NV2080_CTRL_GR_INFO gi[] = {{rm::NV2080_CTRL_GR_INFO_INDEX_SM_VERSION, 0},
+                                  {rm::NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS, 0},
+                                  {rm::NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC, 0},
+                                  {rm::NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC, 0},
+                                  {rm::NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM, 0}};
   rm::NV2080_CTRL_GR_GET_INFO_PARAMS gp{};
   gp.grInfoListSize = static_cast<uint32_t>(std::size(gi));
   gp.grInfoList = reinterpret_cast<uint64_t>(gi);
@@ -206,7 +209,8 @@ NvInterface::Channel RmInterface::create_channel(const ChannelSpec& spec) {
   auto c = std::make_shared<RmChannel>();
   c->copy = spec.copy;
   // The GPFIFO ring with USERD right after it, in write-combined vidmem (tinygrad's layout).
-  const uint64_t userd_at = (uint64_t{spec.gpfifo_entries} * 8 + hw::nv::kUserdBytes - 1) / hw::nv::kUserdBytes * hw::nv::kUserdBytes;  // USERD is 512-byte aligned
+  const uint64_t userd_at =
+      (uint64_t{spec.gpfifo_entries} * 8 + hw::nv::kUserdBytes - 1) / hw::nv::kUserdBytes * hw::nv::kUserdBytes;  // USERD is 512-byte aligned
   c->area = r.alloc_memory(userd_at + hw::nv::kUserdBytes, Rm::Where::Vidmem, true);
   c->notifier = r.alloc_memory(kNotifierBytes, Rm::Where::Sysmem);
   c->handle = rm::with_branch(*r.abi, [&](auto t) {
@@ -267,9 +271,7 @@ std::optional<NvInterface::Fault> RmInterface::check_faults() {
     rm::NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS f{};
     try {
       rm_->control(debugger_, rm::NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO, &f, sizeof f, "DEBUG_READ_MMU_FAULT_INFO");
-    } catch (const RmError&) {
-      f.count = 0;
-    }
+    } catch (const RmError&) { f.count = 0; }
     if (f.count) {
       const auto& e = f.mmuFaultInfoList[0];
       const char* access = e.accessType == 1 ? "write" : e.accessType == 2 ? "atomic" : "read";

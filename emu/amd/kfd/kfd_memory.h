@@ -14,10 +14,10 @@ namespace ugpu::emu::amd {
 
 struct Allocation {
   uint64_t handle = 0, va = 0, size = 0;
-  uint32_t flags = 0;           // hw::amd::kfd::mem flags
+  uint32_t flags = 0;  // hw::amd::kfd::mem flags
   std::shared_ptr<Pages> pages;
-  bool mapped = false;          // mapped to the GPU (MAP_MEMORY_TO_GPU)
-  int queue_refs = 0;           // rings, pointers, EOP and CWSR areas of live queues
+  bool mapped = false;  // mapped to the GPU (MAP_MEMORY_TO_GPU)
+  int queue_refs = 0;   // rings, pointers, EOP and CWSR areas of live queues
 };
 
 class KfdMemory {

@@ -1,7 +1,5 @@
 #include "emu/amd/kfd/kfd_model.h"
 
-#include "emu/amd/kfd/kfd_memory.h"
-
 #include <fcntl.h>
 #include <sys/mman.h>
 
@@ -167,8 +165,7 @@ int Card::ioctl(unsigned long request, void* arg) {
         if (event_page_ && event_page_->handle == a.handle) return -EBUSY;
         return memory_.free(a.handle);
       });
-    case _IOC_NR(kfd::kMapMemoryToGpu):
-      return with_args<kfd::MapMemoryToGpu>(request, arg, [&](kfd::MapMemoryToGpu& a) { return map(a, true); });
+    case _IOC_NR(kfd::kMapMemoryToGpu): return with_args<kfd::MapMemoryToGpu>(request, arg, [&](kfd::MapMemoryToGpu& a) { return map(a, true); });
     case _IOC_NR(kfd::kUnmapMemoryFromGpu):
       return with_args<kfd::MapMemoryToGpu>(request, arg, [&](kfd::MapMemoryToGpu& a) { return map(a, false); });
     case _IOC_NR(kfd::kCreateQueue):
@@ -187,17 +184,14 @@ int Card::ioctl(unsigned long request, void* arg) {
         for (auto& b : q.buffers) --b->queue_refs;
         return 0;
       });
-    case _IOC_NR(kfd::kCreateEvent):
-      return with_args<kfd::CreateEvent>(request, arg, [&](kfd::CreateEvent& a) { return create_event(a); });
+    case _IOC_NR(kfd::kCreateEvent): return with_args<kfd::CreateEvent>(request, arg, [&](kfd::CreateEvent& a) { return create_event(a); });
     case _IOC_NR(kfd::kDestroyEvent):
       return with_args<kfd::DestroyEvent>(request, arg, [&](kfd::DestroyEvent& a) {
         std::lock_guard lock(mu_);
         return events_.erase(a.event_id) ? 0 : -EINVAL;
       });
-    case _IOC_NR(kfd::kWaitEvents):
-      return with_args<kfd::WaitEvents>(request, arg, [&](kfd::WaitEvents& a) { return wait_events(a); });
-    default:
-      return -EOPNOTSUPP;  // a real ioctl the model does not implement (see emu/README.md)
+    case _IOC_NR(kfd::kWaitEvents): return with_args<kfd::WaitEvents>(request, arg, [&](kfd::WaitEvents& a) { return wait_events(a); });
+    default: return -EOPNOTSUPP;  // a real ioctl the model does not implement (see emu/README.md)
   }
 }
 
@@ -242,8 +236,7 @@ int Card::create_queue(kfd::CreateQueue& a) {
     q.buffers.push_back(m);
     return true;
   };
-  if (!hold(a.write_pointer_address, 4096) || !hold(a.read_pointer_address, 4096) || !hold(a.ring_base_address, ring_size))
-    return -EINVAL;
+  if (!hold(a.write_pointer_address, 4096) || !hold(a.read_pointer_address, 4096) || !hold(a.ring_base_address, ring_size)) return -EINVAL;
   if (kind == QueueKind::Compute) {
     if (a.eop_buffer_address && (a.eop_buffer_size < sizes_.eop || !hold(a.eop_buffer_address, kfd::align_up(a.eop_buffer_size, 4096))))
       return -EINVAL;
@@ -262,8 +255,8 @@ int Card::create_queue(kfd::CreateQueue& a) {
   for (auto& b : q.buffers) ++b->queue_refs;
   a.queue_id = next_queue_++;
   q.doorbell_slot = slot;
-  q.engine = std::make_unique<QueueEngine>(ctx_, QueueSetup{kind, a.queue_id, a.ring_base_address, ring_size, a.read_pointer_address,
-                                                            a.write_pointer_address, bell});
+  q.engine = std::make_unique<QueueEngine>(
+      ctx_, QueueSetup{kind, a.queue_id, a.ring_base_address, ring_size, a.read_pointer_address, a.write_pointer_address, bell});
   a.doorbell_offset = kMmapDoorbell << kMmapTypeShift | uint64_t{cfg_.gpu_id} << kMmapGpuShift | uint64_t{slot} * 8;
   queues_.emplace(a.queue_id, std::move(q));
   return 0;
@@ -311,8 +304,8 @@ int Card::wait_events(kfd::WaitEvents& a) {
     for (uint32_t i = 0; i < a.num_events; ++i) n += events_[data[i].event_id].signaled;
     return a.wait_for_all ? n == a.num_events : n > 0;
   };
-  bool done = a.timeout == 0xffffffffu ? (events_cv_.wait(lock, ready), true)
-                                        : events_cv_.wait_for(lock, std::chrono::milliseconds(a.timeout), ready);
+  bool done =
+      a.timeout == 0xffffffffu ? (events_cv_.wait(lock, ready), true) : events_cv_.wait_for(lock, std::chrono::milliseconds(a.timeout), ready);
   a.wait_result = done ? kfd::kWaitComplete : kfd::kWaitTimeout;
   for (uint32_t i = 0; i < a.num_events && done; ++i) {
     Event& e = events_[data[i].event_id];
@@ -436,7 +429,8 @@ std::shared_ptr<KfdGpu> install_kfd_gpu(VirtualOs& os, const GpuConfig& cfg) {
   os.add_file(topo + "/nodes/1/gpu_id", std::to_string(cfg.gpu_id) + "\n");
   os.add_file(topo + "/nodes/1/name", cfg.name + "\n");
   os.add_file(topo + "/nodes/1/properties", properties(cfg, kfd::cwsr_sizes(cfg.gfx_target_version, cfg.cu_count())));
-  os.add_file(topo + "/nodes/1/mem_banks/0/properties", "heap_type 1\nsize_in_bytes " + std::to_string(cfg.vram_bytes) + "\nflags 0\nwidth 384\nmem_clk_max 1250\n");
+  os.add_file(topo + "/nodes/1/mem_banks/0/properties",
+              "heap_type 1\nsize_in_bytes " + std::to_string(cfg.vram_bytes) + "\nflags 0\nwidth 384\nmem_clk_max 1250\n");
   const std::string dev = "/sys/class/drm/renderD" + std::to_string(cfg.render_minor) + "/device";
   os.add_file(dev + "/vendor", "0x1002\n");
   os.add_file(dev + "/device", hex(cfg.device_id) + "\n");

@@ -20,7 +20,9 @@ int32_t sfield(uint64_t w, int lo, int width) {
 }
 
 template <size_t N>
-std::string_view lookup(const char* const (&table)[N], uint32_t op) { return op < N && table[op] ? table[op] : ""; }
+std::string_view lookup(const char* const (&table)[N], uint32_t op) {
+  return op < N && table[op] ? table[op] : "";
+}
 
 // The value of an inline constant (operand codes 128..248) as bits of an operand of type `t`.
 uint64_t inline_constant(uint32_t code, Ty t) {
@@ -68,7 +70,10 @@ struct Decoder {
     }
     if (code == 255) {  // a literal dword after the encoding, shared by every operand that names it
       if (!have_literal) {
-        if (count * 4 < in.size + 4) { ok = false, why = "literal past the end of code"; return; }
+        if (count * 4 < in.size + 4) {
+          ok = false, why = "literal past the end of code";
+          return;
+        }
         literal = w[in.size / 4];
         in.raw[2] = literal;
         in.size = static_cast<uint8_t>(in.size + 4);
@@ -78,15 +83,27 @@ struct Decoder {
       in.src_const[k] = t == Ty::F64 ? uint64_t{literal} << 32 : bits(t) == 16 ? literal & 0xffff : literal;
       return;
     }
-    if (code == 253) { in.src_kind[k] = Src::Scc; return; }
-    if (code == 251) { in.src_kind[k] = Src::VccZ; return; }
-    if (code == 252) { in.src_kind[k] = Src::ExecZ; return; }
+    if (code == 253) {
+      in.src_kind[k] = Src::Scc;
+      return;
+    }
+    if (code == 251) {
+      in.src_kind[k] = Src::VccZ;
+      return;
+    }
+    if (code == 252) {
+      in.src_kind[k] = Src::ExecZ;
+      return;
+    }
     if ((code >= 128 && code <= 208) || (code >= 240 && code <= 248)) {
       in.src_kind[k] = Src::Const;
       in.src_const[k] = inline_constant(code, t);
       return;
     }
-    if (code == 250 || code == 233 || code == 234) { ok = false, why = "DPP operands are not modelled"; return; }
+    if (code == 250 || code == 233 || code == 234) {
+      ok = false, why = "DPP operands are not modelled";
+      return;
+    }
     ok = false, why = "operand code " + std::to_string(code) + " is not modelled";
   }
   int arity() const {
@@ -121,7 +138,10 @@ struct Decoder {
     in.raw[0] = d0;
     in.size = 4;
     auto two_dwords = [&] {
-      if (count < 2) { ok = false, why = "a 64-bit encoding past the end of code"; return false; }
+      if (count < 2) {
+        ok = false, why = "a 64-bit encoding past the end of code";
+        return false;
+      }
       in.raw[1] = w[1];
       in.size = 8;
       return true;
@@ -145,7 +165,10 @@ struct Decoder {
       in.dst = static_cast<uint16_t>(field(d0, 16, 7));
       in.imm = sfield(d0, 0, 16);
       if (ok && in.op->name == "s_setreg_imm32_b32") {  // SOPK followed by a 32-bit literal
-        if (count < 2) { ok = false, why = "literal past the end of code"; return; }
+        if (count < 2) {
+          ok = false, why = "literal past the end of code";
+          return;
+        }
         in.raw[2] = w[1];
         in.size = 8;
       }
@@ -273,11 +296,17 @@ struct Decoder {
     y.raw[0] = in.raw[0], y.raw[1] = in.raw[1];
     Decoder yd{w, count, y};
     yd.set_op(vopd_name(lookup(isa::kVopdY, field(d01, 17, 5))));
-    if (!yd.ok) { ok = false, why = "VOPD Y half: " + yd.why; return; }
+    if (!yd.ok) {
+      ok = false, why = "VOPD Y half: " + yd.why;
+      return;
+    }
     y.run = y.op->run;
     y.dst = static_cast<uint16_t>(field(d01, 49, 7) << 1 | ((in.dst & 1) ^ 1));
     yd.vop_sources_2(field(d01, 32, 9), field(d01, 41, 8), false);
-    if (!yd.ok) { ok = false, why = "VOPD Y half: " + yd.why; return; }
+    if (!yd.ok) {
+      ok = false, why = "VOPD Y half: " + yd.why;
+      return;
+    }
     in.size = std::max(in.size, y.size);
     in.raw[2] = y.raw[2];
   }
@@ -288,8 +317,8 @@ void unimplemented(Wave&, const Inst&) { throw WaveFault{Fault::Kind::Unimplemen
 }  // namespace
 
 const char* name(Enc e) {
-  static constexpr const char* kNames[] = {"SOP1", "SOP2", "SOPC", "SOPK", "SOPP", "SMEM", "VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD",
-                                           "VOP3P", "VOPD", "DS", "FLAT", "GLOBAL", "SCRATCH"};
+  static constexpr const char* kNames[] = {"SOP1", "SOP2",   "SOPC",  "SOPK", "SOPP", "SMEM", "VOP1",   "VOP2",   "VOPC",
+                                           "VOP3", "VOP3SD", "VOP3P", "VOPD", "DS",   "FLAT", "GLOBAL", "SCRATCH"};
   return kNames[static_cast<int>(e)];
 }
 
@@ -306,7 +335,8 @@ std::string_view mnemonic(const Inst& in) {
     case Enc::VOP1: return lookup(isa::kVop1, field(d0, 9, 8));
     case Enc::VOP2: return lookup(isa::kVop2, field(d0, 25, 6));
     case Enc::VOPC: return lookup(isa::kVopc, field(d0, 17, 8));
-    case Enc::VOP3: case Enc::VOP3SD: return lookup(isa::kVop3, field(d0, 16, 10));
+    case Enc::VOP3:
+    case Enc::VOP3SD: return lookup(isa::kVop3, field(d0, 16, 10));
     case Enc::VOP3P: return lookup(isa::kVop3p, field(d0, 16, 7));
     case Enc::VOPD: return in.dual || !in.op ? lookup(isa::kVopdX, field(d01, 22, 4)) : lookup(isa::kVopdY, field(d01, 17, 5));
     case Enc::DS: return lookup(isa::kDs, field(d0, 18, 8));
@@ -326,8 +356,7 @@ void decode(const uint32_t* words, int count, Inst& out, Inst& dual_out) {
     return;
   }
   d.run();
-  if (d.ok && out.enc == Enc::VOPD && (!out.op->compute || !dual_out.op->compute))
-    d.ok = false, d.why = "an op that VOPD cannot pair";
+  if (d.ok && out.enc == Enc::VOPD && (!out.op->compute || !dual_out.op->compute)) d.ok = false, d.why = "an op that VOPD cannot pair";
   if (d.ok && out.op) {
     out.run = out.op->run;
     if (out.enc == Enc::VOPD) out.dual = &dual_out, out.run = run_vopd;

@@ -128,9 +128,7 @@ Fault make_fault(const WaveFault& f, const Wave& w, uint64_t pc, const Inst* in)
     case Fault::Kind::Unimplemented:
       out.message = "the emulator cannot execute `" + out.instruction + "`" + (in && !in->problem.empty() ? " (" + in->problem + ")" : "") + where;
       break;
-    case Fault::Kind::Illegal:
-      out.message = f.message + (in ? " (`" + out.instruction + "`)" : "") + where;
-      break;
+    case Fault::Kind::Illegal: out.message = f.message + (in ? " (`" + out.instruction + "`)" : "") + where; break;
     case Fault::Kind::Interrupted:
       out.message = "interrupted" + where + " after " + std::to_string(w.instructions) + " instructions of this wave";
       break;
@@ -199,7 +197,7 @@ void run_group(Run& run, Worker& wk, uint64_t index) {
   wg.lds = wk.lds.get();
   wg.lds_bytes = run.lds_bytes;
   for (uint32_t i = 0; i < run.waves_per_group; ++i)
-    init_wave(wk.waves[i], run, wg, i, reinterpret_cast<uint32_t(*)[kLanes]>(wk.vgprs.get() + size_t{i} * kVgprRows * kLanes),
+    init_wave(wk.waves[i], run, wg, i, reinterpret_cast<uint32_t (*)[kLanes]>(wk.vgprs.get() + size_t{i} * kVgprRows * kLanes),
               wk.scratch.get() + size_t{i} * kLanes * run.scratch_per_lane);
   for (;;) {
     bool any_barrier = false, all_ended = true;
@@ -239,7 +237,8 @@ std::array<uint32_t, 32> user_sgprs_for(const hw::amd::KernelDescriptor& kd, con
   size_t n = 0;
   auto put64 = [&](uint64_t v) { s[n++] = static_cast<uint32_t>(v), s[n++] = static_cast<uint32_t>(v >> 32); };
   const uint32_t props = kd.kernel_code_properties;
-  if (cp::kPrivateSegmentBuffer.get(props)) for (uint32_t v : p.private_segment_buffer) s[n++] = v;
+  if (cp::kPrivateSegmentBuffer.get(props))
+    for (uint32_t v : p.private_segment_buffer) s[n++] = v;
   if (cp::kDispatchPtr.get(props)) put64(p.dispatch_packet);
   if (cp::kQueuePtr.get(props)) put64(p.queue);
   if (cp::kKernargSegmentPtr.get(props)) put64(p.kernarg);

@@ -22,8 +22,8 @@ namespace ugpu::emu::amd {
 // The address space is shared with the NVIDIA emulator (emu/memory.h).
 using emu::Access;
 using emu::Memory;
-using emu::RangeMemory;
 using emu::name;
+using emu::RangeMemory;
 
 // Where the fault happened: workgroup id, wave within the workgroup, program counter.
 struct WaveId {
@@ -39,8 +39,8 @@ struct Fault {
   std::string instruction;  // the instruction as decoded (mnemonic and operands), or its raw dwords
   uint64_t address = 0;     // memory faults: the first faulting address
   Access access = Access::Read;
-  std::string space;        // memory faults: "global", "scratch", "LDS", "instruction fetch"
-  std::string message;      // one sentence a person can act on, naming all of the above
+  std::string space;    // memory faults: "global", "scratch", "LDS", "instruction fetch"
+  std::string message;  // one sentence a person can act on, naming all of the above
 };
 
 struct Dispatch {
@@ -51,7 +51,7 @@ struct Dispatch {
   // COMPUTE_USER_DATA: the first rsrc2.USER_SGPR_COUNT values are preloaded into s0.. (kernarg
   // pointer, dispatch pointer, ... in the order the descriptor's kernel_code_properties request).
   std::array<uint32_t, 32> user_sgprs{};
-  uint32_t lds_bytes = 0;             // LDS allocated per workgroup; 0 = the descriptor's group segment
+  uint32_t lds_bytes = 0;               // LDS allocated per workgroup; 0 = the descriptor's group segment
   uint32_t scratch_bytes_per_lane = 0;  // 0 = the descriptor's private segment
   Memory* memory = nullptr;
 };
@@ -66,7 +66,7 @@ struct DispatchPointers {
 std::array<uint32_t, 32> user_sgprs_for(const hw::amd::KernelDescriptor& kd, const DispatchPointers& p);
 
 struct RunOptions {
-  unsigned threads = 0;                        // 0 = hardware concurrency
+  unsigned threads = 0;                          // 0 = hardware concurrency
   const std::atomic<bool>* interrupt = nullptr;  // when it becomes true, waves stop with Fault::Interrupted
 };
 

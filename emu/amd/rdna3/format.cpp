@@ -19,7 +19,9 @@ std::string sgpr(unsigned code, unsigned count) {
   if (code == kExec) return count == 2 ? "exec" : "exec_lo";
   if (code == kNull) return "null";
   if (code == kM0) return "m0";
-  if (code >= 108 && code < 124) return count <= 1 ? "ttmp" + std::to_string(code - 108) : "ttmp[" + std::to_string(code - 108) + ":" + std::to_string(code - 108 + count - 1) + "]";
+  if (code >= 108 && code < 124)
+    return count <= 1 ? "ttmp" + std::to_string(code - 108)
+                      : "ttmp[" + std::to_string(code - 108) + ":" + std::to_string(code - 108 + count - 1) + "]";
   return range('s', code, count);
 }
 
@@ -78,20 +80,30 @@ std::string format(const Inst& in) {
     }
   };
   switch (in.enc) {
-    case Enc::SOP1: case Enc::SOP2: case Enc::SOPK:
+    case Enc::SOP1:
+    case Enc::SOP2:
+    case Enc::SOPK:
       if (op.dst != Ty::None || in.enc == Enc::SOPK) ops.push_back(sgpr(in.dst, bits(op.dst) == 64 ? 2 : 1));
       srcs();
       if (in.enc == Enc::SOPK) ops.push_back(hex(static_cast<uint16_t>(in.imm)));
       break;
     case Enc::SOPC: srcs(); break;
-    case Enc::SOPP: if (in.imm) ops.push_back(std::to_string(in.imm)); break;
+    case Enc::SOPP:
+      if (in.imm) ops.push_back(std::to_string(in.imm));
+      break;
     case Enc::SMEM:
       ops.push_back(sgpr(in.dst, op.mem_bytes / 4));
       ops.push_back(sgpr(in.src_reg[0], 2));
       if (in.saddr != kNull) ops.push_back(sgpr(in.saddr, 1) + (in.imm ? " offset:" + hex(static_cast<uint32_t>(in.imm)) : ""));
       else ops.push_back(in.imm ? hex(static_cast<uint32_t>(in.imm)) : "null");
       break;
-    case Enc::VOPC: case Enc::VOP1: case Enc::VOP2: case Enc::VOP3: case Enc::VOP3SD: case Enc::VOP3P: case Enc::VOPD:
+    case Enc::VOPC:
+    case Enc::VOP1:
+    case Enc::VOP2:
+    case Enc::VOP3:
+    case Enc::VOP3SD:
+    case Enc::VOP3P:
+    case Enc::VOPD:
       if (op.flags & op_flag::kCompare) {
         if (!(op.flags & op_flag::kCompareExec)) ops.push_back(sgpr(in.sdst, 1));
       } else if (op.flags & op_flag::kScalarDst) {
@@ -101,12 +113,13 @@ std::string format(const Inst& in) {
       }
       if ((op.flags & op_flag::kCarryOut)) ops.push_back(sgpr(in.sdst, 1));
       srcs();
-      if (in.enc == Enc::VOPD && in.dual) out += " " + [&] {
-        std::string s;
-        for (size_t i = 0; i < ops.size(); ++i) s += (i ? ", " : "") + ops[i];
-        ops.clear();
-        return s + " :: " + format(*in.dual);
-      }();
+      if (in.enc == Enc::VOPD && in.dual)
+        out += " " + [&] {
+          std::string s;
+          for (size_t i = 0; i < ops.size(); ++i) s += (i ? ", " : "") + ops[i];
+          ops.clear();
+          return s + " :: " + format(*in.dual);
+        }();
       break;
     case Enc::DS: {
       unsigned words = (op.mem_bytes + 3) / 4;
@@ -116,7 +129,9 @@ std::string format(const Inst& in) {
       if (in.imm) ops.push_back("offset:" + std::to_string(in.imm));
       break;
     }
-    case Enc::FLAT: case Enc::GLOBAL: case Enc::SCRATCH: {
+    case Enc::FLAT:
+    case Enc::GLOBAL:
+    case Enc::SCRATCH: {
       unsigned words = (op.mem_bytes + 3) / 4;
       if (op.flags & op_flag::kLoad) ops.push_back(range('v', in.dst, words));
       bool vaddr64 = in.enc == Enc::FLAT || (in.enc == Enc::GLOBAL && in.saddr == kNull);

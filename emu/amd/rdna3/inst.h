@@ -34,21 +34,21 @@ struct OpDef {
   uint8_t mem_bytes = 0;  // memory ops: bytes per lane (or per SMEM load)
 };
 namespace op_flag {
-inline constexpr uint16_t kAccumulate = 1;     // src2 is vdst (v_fmac_*)
-inline constexpr uint16_t kMaskFromVcc = 2;    // in the 32-bit encodings, the Mask source is VCC
-inline constexpr uint16_t kCarryOut = 4;       // also writes a lane mask (VCC in VOP2, sdst in VOP3SD)
-inline constexpr uint16_t kCompare = 8;        // result is a lane mask: VCC in VOPC, sdst in VOP3
-inline constexpr uint16_t kCompareExec = 16;   // v_cmpx: the result goes to EXEC
-inline constexpr uint16_t kLiteralSrc1 = 32;   // v_fmamk: S1 is the literal K, S2 is vsrc1
-inline constexpr uint16_t kLiteralSrc2 = 64;   // v_fmaak: S2 is the literal K
-inline constexpr uint16_t kScalarDst = 128;    // VALU op whose vdst names an SGPR (v_readfirstlane, v_readlane)
-inline constexpr uint16_t kStore = 256;        // memory op writes memory
-inline constexpr uint16_t kLoad = 512;         // memory op returns data
-inline constexpr uint16_t kSigned = 1024;      // sub-dword load: sign-extend
-inline constexpr uint16_t kD16 = 2048;         // sub-dword load into the low 16 bits, keeping the high ones
-inline constexpr uint16_t kD16Hi = 4096;       // ... into the high 16 bits, keeping the low ones
-inline constexpr uint16_t kVccIn = 8192;       // the lane's VCC bit arrives as the lane function's flag (v_div_fmas)
-inline constexpr uint16_t kBitMods = 16384;    // abs/neg apply to the sign bit of untyped bits (v_mov, v_cndmask)
+inline constexpr uint16_t kAccumulate = 1;    // src2 is vdst (v_fmac_*)
+inline constexpr uint16_t kMaskFromVcc = 2;   // in the 32-bit encodings, the Mask source is VCC
+inline constexpr uint16_t kCarryOut = 4;      // also writes a lane mask (VCC in VOP2, sdst in VOP3SD)
+inline constexpr uint16_t kCompare = 8;       // result is a lane mask: VCC in VOPC, sdst in VOP3
+inline constexpr uint16_t kCompareExec = 16;  // v_cmpx: the result goes to EXEC
+inline constexpr uint16_t kLiteralSrc1 = 32;  // v_fmamk: S1 is the literal K, S2 is vsrc1
+inline constexpr uint16_t kLiteralSrc2 = 64;  // v_fmaak: S2 is the literal K
+inline constexpr uint16_t kScalarDst = 128;   // VALU op whose vdst names an SGPR (v_readfirstlane, v_readlane)
+inline constexpr uint16_t kStore = 256;       // memory op writes memory
+inline constexpr uint16_t kLoad = 512;        // memory op returns data
+inline constexpr uint16_t kSigned = 1024;     // sub-dword load: sign-extend
+inline constexpr uint16_t kD16 = 2048;        // sub-dword load into the low 16 bits, keeping the high ones
+inline constexpr uint16_t kD16Hi = 4096;      // ... into the high 16 bits, keeping the low ones
+inline constexpr uint16_t kVccIn = 8192;      // the lane's VCC bit arrives as the lane function's flag (v_div_fmas)
+inline constexpr uint16_t kBitMods = 16384;   // abs/neg apply to the sign bit of untyped bits (v_mov, v_cndmask)
 }  // namespace op_flag
 
 // A source operand after decoding: where its bits come from.
@@ -63,21 +63,21 @@ struct Inst {
   // VGPRs 0..255.
   Src src_kind[3] = {Src::None, Src::None, Src::None};
   uint16_t src_reg[3] = {0, 0, 0};
-  uint64_t src_const[3] = {0, 0, 0};  // Const sources, already in the operand's type
+  uint64_t src_const[3] = {0, 0, 0};       // Const sources, already in the operand's type
   bool src_hi[3] = {false, false, false};  // 16-bit operand taken from bits [31:16]
-  uint16_t dst = 0;    // VGPR (VALU, loads), SGPR (SALU, SMEM)
-  uint16_t sdst = 0;   // VOP3SD / VOPC-in-VOP3 scalar destination
+  uint16_t dst = 0;                        // VGPR (VALU, loads), SGPR (SALU, SMEM)
+  uint16_t sdst = 0;                       // VOP3SD / VOPC-in-VOP3 scalar destination
   bool dst_hi = false;
   uint8_t abs = 0, neg = 0, neg_hi = 0, opsel = 0, opsel_hi = 0, omod = 0;
   bool clamp = false;
-  int32_t imm = 0;     // SOPK/SOPP simm16, memory offsets
-  int32_t offset1 = 0; // DS second offset
+  int32_t imm = 0;                                     // SOPK/SOPP simm16, memory offsets
+  int32_t offset1 = 0;                                 // DS second offset
   uint16_t addr = 0, data0 = 0, data1 = 0, saddr = 0;  // memory operands (VGPRs; saddr SGPR or 124=off)
-  bool sve = false;    // scratch: VGPR address enabled
+  bool sve = false;                                    // scratch: VGPR address enabled
   bool glc = false;
-  const Inst* dual = nullptr;  // VOPD: the Y half (this Inst is the X half)
+  const Inst* dual = nullptr;   // VOPD: the Y half (this Inst is the X half)
   uint32_t raw[3] = {0, 0, 0};  // the encoding, literal in raw[2]
-  std::string problem;  // why an instruction is not executable (unknown encoding, not implemented)
+  std::string problem;          // why an instruction is not executable (unknown encoding, not implemented)
 };
 
 // Decodes the instruction at `words` (up to 3 dwords available: `count`); unknown opcodes decode to

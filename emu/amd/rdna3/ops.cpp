@@ -1,9 +1,9 @@
 // The op registry: every semantic table by mnemonic.
+#include "emu/amd/rdna3/ops.h"
+
 #include <deque>
 #include <mutex>
 #include <unordered_map>
-
-#include "emu/amd/rdna3/ops.h"
 
 namespace ugpu::emu::amd {
 

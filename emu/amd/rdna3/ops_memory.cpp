@@ -30,8 +30,8 @@ uint8_t* lane_ptr(Wave& w, const Inst& in, int l, uint32_t bytes, Access acc, in
     if (off + bytes > w.scratch_per_lane || static_cast<int64_t>(off) < 0) throw WaveFault{Fault::Kind::Memory, "", off, acc, "scratch"};
     return w.scratch + static_cast<size_t>(l) * w.scratch_per_lane + off;
   } else {
-    uint64_t a = (S == Space::Global && in.saddr != kNull) ? w.sgpr64(in.saddr) + w.v[in.addr][l]
-                                                           : (uint64_t{w.v[in.addr + 1][l]} << 32 | w.v[in.addr][l]);
+    uint64_t a =
+        (S == Space::Global && in.saddr != kNull) ? w.sgpr64(in.saddr) + w.v[in.addr][l] : (uint64_t{w.v[in.addr + 1][l]} << 32 | w.v[in.addr][l]);
     return w.translate(a + static_cast<int64_t>(in.imm), bytes, acc, S == Space::Flat ? "flat" : "global");
   }
 }
@@ -65,7 +65,9 @@ void get(const Wave& w, const Inst& in, int l, uint8_t* p, uint16_t data) {
 }
 
 template <Space S>
-int32_t ds_offset(const Inst& in) { return S == Space::Lds ? (in.offset1 << 8 | in.imm) : 0; }
+int32_t ds_offset(const Inst& in) {
+  return S == Space::Lds ? (in.offset1 << 8 | in.imm) : 0;
+}
 
 template <Space S>
 void load(Wave& w, const Inst& in) {
@@ -117,7 +119,8 @@ void atomic(Wave& w, const Inst& in) {
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     uint8_t* p = lane_ptr<S>(w, in, l, sizeof(T), Access::Atomic, ds_offset<S>(in));
-    if (reinterpret_cast<uintptr_t>(p) % sizeof(T)) throw WaveFault{Fault::Kind::Memory, "misaligned atomic", 0, Access::Atomic, S == Space::Lds ? "LDS" : "global"};
+    if (reinterpret_cast<uintptr_t>(p) % sizeof(T))
+      throw WaveFault{Fault::Kind::Memory, "misaligned atomic", 0, Access::Atomic, S == Space::Lds ? "LDS" : "global"};
     T src = 0, cmp = 0;
     for (int i = 0; i < words; ++i) {
       src |= static_cast<T>(w.v[(in.data0 + i) & 255][l]) << (32 * i);
@@ -131,7 +134,11 @@ void atomic(Wave& w, const Inst& in) {
   }
 }
 
-#define RMW(...) ([](auto old, auto src, auto cmp) -> decltype(old) { (void)old, (void)src, (void)cmp; return __VA_ARGS__; })
+#define RMW(...)                                       \
+  ([](auto old, auto src, auto cmp) -> decltype(old) { \
+    (void)old, (void)src, (void)cmp;                   \
+    return __VA_ARGS__;                                \
+  })
 
 OpDef mem(std::string_view name, Handler h, uint8_t bytes, uint16_t flags) { return OpDef{name, h, nullptr, None, {None, None, None}, flags, bytes}; }
 

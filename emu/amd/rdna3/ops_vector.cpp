@@ -19,10 +19,10 @@ namespace {
 using enum Ty;
 namespace fl = op_flag;
 
-#define LANE(...)                                                                                       \
-  ([](uint64_t A, uint64_t B, uint64_t C, bool& flag, const Inst& in) -> uint64_t {                    \
-    (void)A, (void)B, (void)C, (void)flag, (void)in;                                                    \
-    __VA_ARGS__                                                                                         \
+#define LANE(...)                                                                   \
+  ([](uint64_t A, uint64_t B, uint64_t C, bool& flag, const Inst& in) -> uint64_t { \
+    (void)A, (void)B, (void)C, (void)flag, (void)in;                                \
+    __VA_ARGS__                                                                     \
   })
 
 template <auto F>
@@ -31,7 +31,9 @@ OpDef vop(std::string_view name, Ty d, Ty s0, Ty s1 = None, Ty s2 = None, uint16
 }
 
 template <class T>
-T quiet(T x) { return x + x; }
+T quiet(T x) {
+  return x + x;
+}
 // IEEE-754 maxNum/minNum as the ISA defines them in IEEE mode: a NaN operand yields the other one;
 // +0 is larger than -0.
 template <class T>
@@ -108,7 +110,9 @@ int exponent_of(T x) {  // the biased exponent field
   else return static_cast<int>(std::bit_cast<uint64_t>(x) >> 52 & 0x7ff);
 }
 template <class T>
-bool is_denorm(T x) { return std::fpclassify(x) == FP_SUBNORMAL; }
+bool is_denorm(T x) {
+  return std::fpclassify(x) == FP_SUBNORMAL;
+}
 // Whether n / d, exactly, is nonzero but below the smallest normal number of T (it would come out
 // denormal or flush to zero).
 template <class T>
@@ -339,7 +343,11 @@ void vop3p(Wave& w, const Inst& in) {
   }
   commit(w, in, d, 0);
 }
-#define PK(...) ([](uint64_t A, uint64_t B, uint64_t C, const Inst& in) -> uint64_t { (void)A, (void)B, (void)C, (void)in; __VA_ARGS__ })
+#define PK(...)                                                         \
+  ([](uint64_t A, uint64_t B, uint64_t C, const Inst& in) -> uint64_t { \
+    (void)A, (void)B, (void)C, (void)in;                                \
+    __VA_ARGS__                                                         \
+  })
 template <auto F>
 OpDef pk(std::string_view name, Ty t, int arity) {
   return OpDef{name, vop3p<F>, nullptr, B32, {t, arity > 1 ? t : None, arity > 2 ? t : None}, 0, 0};
@@ -350,8 +358,12 @@ template <int Out>  // 0: f32 result, 1: f16 into the low half, 2: f16 into the 
 void fma_mix(Wave& w, const Inst& in) {
   alignas(64) uint64_t s[3][kLanes];
   for (int k = 0; k < 3; ++k) {
-    if (in.src_kind[k] == Src::Vgpr) for (int l = 0; l < kLanes; ++l) s[k][l] = w.v[in.src_reg[k]][l];
-    else { uint64_t v = scalar_src(w, in, k); for (int l = 0; l < kLanes; ++l) s[k][l] = v; }
+    if (in.src_kind[k] == Src::Vgpr)
+      for (int l = 0; l < kLanes; ++l) s[k][l] = w.v[in.src_reg[k]][l];
+    else {
+      uint64_t v = scalar_src(w, in, k);
+      for (int l = 0; l < kLanes; ++l) s[k][l] = v;
+    }
   }
   alignas(64) uint64_t d[kLanes];
   for (int l = 0; l < kLanes; ++l) {

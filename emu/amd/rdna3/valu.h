@@ -56,8 +56,14 @@ inline void fetch(const Wave& w, const Inst& in, int k, uint64_t* a) {
 
 inline uint64_t clamp_float(uint64_t b, Ty t) {
   // Clamp to [0, 1]; NaN becomes 0 (DX10 clamp, which LLVM's kernels enable).
-  if (t == Ty::F32) { float f = f32(b); return bits_of(std::isnan(f) ? 0.0f : std::fmin(std::fmax(f, 0.0f), 1.0f)); }
-  if (t == Ty::F64) { double f = f64(b); return bits_of(std::isnan(f) ? 0.0 : std::fmin(std::fmax(f, 0.0), 1.0)); }
+  if (t == Ty::F32) {
+    float f = f32(b);
+    return bits_of(std::isnan(f) ? 0.0f : std::fmin(std::fmax(f, 0.0f), 1.0f));
+  }
+  if (t == Ty::F64) {
+    double f = f64(b);
+    return bits_of(std::isnan(f) ? 0.0 : std::fmin(std::fmax(f, 0.0), 1.0));
+  }
   float f = f16(b);
   return bits_f16(std::isnan(f) ? 0.0f : std::fmin(std::fmax(f, 0.0f), 1.0f));
 }

@@ -33,9 +33,9 @@ struct Wave {
   uint32_t vgpr_count = 0;
   enum class State : uint8_t { Running, Barrier, Ended } state = State::Running;
   bool flush_f32 = false, flush_f16_f64 = false;  // denormal modes from the descriptor (or s_setreg)
-  uint32_t mode = 0;  // the MODE hardware register: FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP, IEEE
+  uint32_t mode = 0;                              // the MODE hardware register: FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP, IEEE
   Workgroup* wg = nullptr;
-  uint32_t id = 0;  // wave index within the workgroup
+  uint32_t id = 0;             // wave index within the workgroup
   uint8_t* scratch = nullptr;  // this wave's private memory: lane l at scratch + l * scratch_per_lane
   uint32_t scratch_per_lane = 0;
   Memory* memory = nullptr;

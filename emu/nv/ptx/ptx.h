@@ -28,9 +28,9 @@ struct PtxParam {
 struct PtxEntry {
   std::string name;
   std::vector<PtxParam> params;
-  uint32_t param_bytes = 0;         // size of the parameter block (last offset + size)
-  uint32_t static_shared_bytes = 0; // .shared variables declared in the entry or the module
-  uint32_t local_bytes = 0;         // .local variables per thread
+  uint32_t param_bytes = 0;          // size of the parameter block (last offset + size)
+  uint32_t static_shared_bytes = 0;  // .shared variables declared in the entry or the module
+  uint32_t local_bytes = 0;          // .local variables per thread
 };
 
 // Parses a whole module. Throws ugpu::Error "PTX line N: ..." naming the line and what is wrong (a
@@ -41,18 +41,18 @@ const std::vector<PtxEntry>& entries(const PtxModule& m);
 
 struct PtxLaunch {
   const PtxModule* module = nullptr;
-  std::string entry;                         // empty: the module's only entry
-  std::array<uint32_t, 3> grid{1, 1, 1};     // blocks per dimension (%nctaid)
-  std::array<uint32_t, 3> block{1, 1, 1};    // threads per block (%ntid)
+  std::string entry;                       // empty: the module's only entry
+  std::array<uint32_t, 3> grid{1, 1, 1};   // blocks per dimension (%nctaid)
+  std::array<uint32_t, 3> block{1, 1, 1};  // threads per block (%ntid)
   // Constant bank 0 as the QMD points at it: `ld.param` of the entry's parameter at offset o reads
   // cbank0_address + param_base + o through `memory` (so the parameters are read from GPU memory, as
   // the hardware reads c[0x0][param_base + o]). param_base is the architecture's parameter offset
   // (0x210 on sm_90).
   uint64_t cbank0_address = 0;
-  uint32_t cbank0_size = 0;                  // reads past it are faults
+  uint32_t cbank0_size = 0;  // reads past it are faults
   uint32_t param_base = 0x210;
-  uint32_t shared_bytes = 0;                 // shared memory per block; must cover the static .shared
-  uint32_t local_bytes_per_thread = 0;       // must cover the entry's .local
+  uint32_t shared_bytes = 0;            // shared memory per block; must cover the static .shared
+  uint32_t local_bytes_per_thread = 0;  // must cover the entry's .local
   // Generic addresses inside these windows address the block's shared memory / the thread's local
   // memory (cvta.shared / cvta.local produce them); any other generic address is global.
   uint64_t shared_window = 0x7293'0000'0000ull, local_window = 0x7294'0000'0000ull;
@@ -63,12 +63,12 @@ struct PtxFault {
   enum class Kind { Memory, Illegal, Interrupted };
   Kind kind = Kind::Memory;
   std::array<uint32_t, 3> block{}, thread{};
-  int line = 0;              // PTX source line of the faulting instruction
-  std::string instruction;   // its text
-  uint64_t address = 0;      // memory faults: the first faulting address
+  int line = 0;             // PTX source line of the faulting instruction
+  std::string instruction;  // its text
+  uint64_t address = 0;     // memory faults: the first faulting address
   Access access = Access::Read;
-  std::string space;         // "global", "shared", "local", "param", "const"
-  std::string message;       // one sentence naming all of the above
+  std::string space;    // "global", "shared", "local", "param", "const"
+  std::string message;  // one sentence naming all of the above
 };
 
 struct PtxRunOptions {

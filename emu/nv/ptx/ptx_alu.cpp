@@ -67,7 +67,9 @@ void map4(Warp& w, const Inst& in, uint32_t m) {
 }
 
 template <class U>
-constexpr int width() { return static_cast<int>(sizeof(U) * 8); }
+constexpr int width() {
+  return static_cast<int>(sizeof(U) * 8);
+}
 template <class U>
 uint64_t put(U v) {
   if constexpr (std::is_signed_v<U>) return static_cast<uint64_t>(static_cast<int64_t>(v));
@@ -78,19 +80,41 @@ uint64_t put(U v) {
 // A register's low bits are its value; bits above its width are don't-care. Operations whose low
 // bits do not depend on the width (add, sub, mul.lo, logic) run on all 64 bits for every type.
 
-struct Add64 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a + b; } };
-struct Sub64 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a - b; } };
-struct MulLo64 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a * b; } };
-struct MadLo64 { static uint64_t f(const Inst&, uint64_t a, uint64_t b, uint64_t c) { return a * b + c; } };
-struct And64 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a & b; } };
-struct Or64 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a | b; } };
-struct Xor64 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a ^ b; } };
-struct Not64 { static uint64_t f(const Inst&, uint64_t a) { return ~a; } };
-struct Neg64 { static uint64_t f(const Inst&, uint64_t a) { return 0 - a; } };
-struct Copy { static uint64_t f(const Inst&, uint64_t a) { return a; } };
+struct Add64 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a + b; }
+};
+struct Sub64 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a - b; }
+};
+struct MulLo64 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a * b; }
+};
+struct MadLo64 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b, uint64_t c) { return a * b + c; }
+};
+struct And64 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a & b; }
+};
+struct Or64 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a | b; }
+};
+struct Xor64 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return a ^ b; }
+};
+struct Not64 {
+  static uint64_t f(const Inst&, uint64_t a) { return ~a; }
+};
+struct Neg64 {
+  static uint64_t f(const Inst&, uint64_t a) { return 0 - a; }
+};
+struct Copy {
+  static uint64_t f(const Inst&, uint64_t a) { return a; }
+};
 
 template <class U>
-struct Cnot { static uint64_t f(const Inst&, uint64_t a) { return static_cast<U>(a) == 0 ? 1 : 0; } };
+struct Cnot {
+  static uint64_t f(const Inst&, uint64_t a) { return static_cast<U>(a) == 0 ? 1 : 0; }
+};
 
 struct AddSat32 {
   static uint64_t f(const Inst&, uint64_t a, uint64_t b) {
@@ -117,11 +141,14 @@ U mul_hi(U a, U b) {
   }
 }
 template <class U>
-struct MulHi { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return put<U>(mul_hi<U>(static_cast<U>(a), static_cast<U>(b))); } };
+struct MulHi {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return put<U>(mul_hi<U>(static_cast<U>(a), static_cast<U>(b))); }
+};
 template <class U>
 struct MadHi {
   static uint64_t f(const Inst&, uint64_t a, uint64_t b, uint64_t c) {
-    return put<U>(static_cast<U>(static_cast<std::make_unsigned_t<U>>(mul_hi<U>(static_cast<U>(a), static_cast<U>(b))) + static_cast<std::make_unsigned_t<U>>(c)));
+    return put<U>(static_cast<U>(static_cast<std::make_unsigned_t<U>>(mul_hi<U>(static_cast<U>(a), static_cast<U>(b))) +
+                                 static_cast<std::make_unsigned_t<U>>(c)));
   }
 };
 struct MadHiSat32 {
@@ -132,8 +159,11 @@ struct MadHiSat32 {
 };
 template <class U>
 struct MulWide {
-  using W = std::conditional_t<std::is_signed_v<U>, std::conditional_t<sizeof(U) == 2, int32_t, int64_t>, std::conditional_t<sizeof(U) == 2, uint32_t, uint64_t>>;
-  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return put<W>(static_cast<W>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b)))); }
+  using W = std::conditional_t<std::is_signed_v<U>, std::conditional_t<sizeof(U) == 2, int32_t, int64_t>,
+                               std::conditional_t<sizeof(U) == 2, uint32_t, uint64_t>>;
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) {
+    return put<W>(static_cast<W>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
+  }
 };
 template <class U>
 struct MadWide {
@@ -153,9 +183,13 @@ uint64_t mul24_half(const Inst& in, uint64_t a, uint64_t b) {
   return static_cast<uint64_t>(mul24<U>(a, b) >> (hi ? 16 : 0)) & 0xffffffff;
 }
 template <class U>
-struct Mul24 { static uint64_t f(const Inst& in, uint64_t a, uint64_t b) { return mul24_half<U>(in, a, b); } };
+struct Mul24 {
+  static uint64_t f(const Inst& in, uint64_t a, uint64_t b) { return mul24_half<U>(in, a, b); }
+};
 template <class U>
-struct Mad24 { static uint64_t f(const Inst& in, uint64_t a, uint64_t b, uint64_t c) { return mul24_half<U>(in, a, b) + c; } };
+struct Mad24 {
+  static uint64_t f(const Inst& in, uint64_t a, uint64_t b, uint64_t c) { return mul24_half<U>(in, a, b) + c; }
+};
 template <class U>
 struct Sad {
   static uint64_t f(const Inst&, uint64_t a, uint64_t b, uint64_t c) {
@@ -197,11 +231,31 @@ struct Abs {
   }
 };
 template <class U>
-struct Min { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { U x = static_cast<U>(a), y = static_cast<U>(b); return put<U>(x < y ? x : y); } };
+struct Min {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) {
+    U x = static_cast<U>(a), y = static_cast<U>(b);
+    return put<U>(x < y ? x : y);
+  }
+};
 template <class U>
-struct Max { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { U x = static_cast<U>(a), y = static_cast<U>(b); return put<U>(x > y ? x : y); } };
-struct MaxRelu32 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { int32_t x = static_cast<int32_t>(a), y = static_cast<int32_t>(b); return put<int32_t>(std::max(0, std::max(x, y))); } };
-struct MinRelu32 { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { int32_t x = static_cast<int32_t>(a), y = static_cast<int32_t>(b); return put<int32_t>(std::max(0, std::min(x, y))); } };
+struct Max {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) {
+    U x = static_cast<U>(a), y = static_cast<U>(b);
+    return put<U>(x > y ? x : y);
+  }
+};
+struct MaxRelu32 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) {
+    int32_t x = static_cast<int32_t>(a), y = static_cast<int32_t>(b);
+    return put<int32_t>(std::max(0, std::max(x, y)));
+  }
+};
+struct MinRelu32 {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) {
+    int32_t x = static_cast<int32_t>(a), y = static_cast<int32_t>(b);
+    return put<int32_t>(std::max(0, std::min(x, y)));
+  }
+};
 
 template <class U>
 struct Shl {
@@ -229,9 +283,13 @@ struct Shf {
 };
 
 template <class U>
-struct Popc { static uint64_t f(const Inst&, uint64_t a) { return static_cast<uint64_t>(std::popcount(static_cast<std::make_unsigned_t<U>>(a))); } };
+struct Popc {
+  static uint64_t f(const Inst&, uint64_t a) { return static_cast<uint64_t>(std::popcount(static_cast<std::make_unsigned_t<U>>(a))); }
+};
 template <class U>
-struct Clz { static uint64_t f(const Inst&, uint64_t a) { return static_cast<uint64_t>(std::countl_zero(static_cast<std::make_unsigned_t<U>>(a))); } };
+struct Clz {
+  static uint64_t f(const Inst&, uint64_t a) { return static_cast<uint64_t>(std::countl_zero(static_cast<std::make_unsigned_t<U>>(a))); }
+};
 template <class U>
 struct Brev {
   static uint64_t f(const Inst&, uint64_t a) {
@@ -281,7 +339,7 @@ struct Bmsk {
   static uint64_t f(const Inst& in, uint64_t a, uint64_t b) {
     uint32_t pos = static_cast<uint32_t>(a), len = static_cast<uint32_t>(b);
     if (in.cmp) pos = std::min<uint32_t>(pos, 32), len = std::min<uint32_t>(len, 32);  // .clamp
-    else pos &= 31, len &= 31;                                                        // .wrap
+    else pos &= 31, len &= 31;                                                         // .wrap
     uint64_t hi = pos + len >= 32 ? 0xffffffffull : ((uint64_t{1} << (pos + len)) - 1);
     uint64_t lo = pos >= 32 ? 0xffffffffull : ((uint64_t{1} << pos) - 1);
     return hi & ~lo & 0xffffffffull;
@@ -314,12 +372,36 @@ struct Prmt {
           r |= x << (8 * i);
         }
         return r;
-      case 1: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = (k + i) & 7; break; }           // f4e
-      case 2: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = (k + 8 - i) & 7; break; }       // b4e
-      case 3: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = k; break; }                     // rc8
-      case 4: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = i < k ? k : i; break; }         // ecl
-      case 5: { uint32_t k = sel & 3; for (uint32_t i = 0; i < 4; ++i) s[i] = i > k ? k : i; break; }         // ecr
-      default: { uint32_t k = (sel & 1) * 2; s[0] = k, s[1] = k + 1, s[2] = k, s[3] = k + 1; break; }        // rc16
+      case 1: {
+        uint32_t k = sel & 3;
+        for (uint32_t i = 0; i < 4; ++i) s[i] = (k + i) & 7;
+        break;
+      }  // f4e
+      case 2: {
+        uint32_t k = sel & 3;
+        for (uint32_t i = 0; i < 4; ++i) s[i] = (k + 8 - i) & 7;
+        break;
+      }  // b4e
+      case 3: {
+        uint32_t k = sel & 3;
+        for (uint32_t i = 0; i < 4; ++i) s[i] = k;
+        break;
+      }  // rc8
+      case 4: {
+        uint32_t k = sel & 3;
+        for (uint32_t i = 0; i < 4; ++i) s[i] = i < k ? k : i;
+        break;
+      }  // ecl
+      case 5: {
+        uint32_t k = sel & 3;
+        for (uint32_t i = 0; i < 4; ++i) s[i] = i > k ? k : i;
+        break;
+      }  // ecr
+      default: {
+        uint32_t k = (sel & 1) * 2;
+        s[0] = k, s[1] = k + 1, s[2] = k, s[3] = k + 1;
+        break;
+      }  // rc16
     }
     for (int i = 0; i < 4; ++i) r |= byte(s[i]) << (8 * i);
     return r;
@@ -412,14 +494,14 @@ uint32_t int_compare(Warp& w, const Inst& in, uint32_t m) {
   const uint64_t *a = slot(w, in.s[0]), *b = slot(w, in.s[1]);
   using UU = std::make_unsigned_t<U>;
   uint32_t t = 0;
-#define UGPU_CMP(C, E)                                                   \
-  case C:                                                                \
-    for_lanes(m, [&](int l) {                                            \
-      U x = static_cast<U>(a[l]), y = static_cast<U>(b[l]);              \
-      UU ux = static_cast<UU>(x), uy = static_cast<UU>(y);               \
-      (void)ux, (void)uy;                                                \
-      t |= static_cast<uint32_t>(E) << l;                                \
-    });                                                                  \
+#define UGPU_CMP(C, E)                                      \
+  case C:                                                   \
+    for_lanes(m, [&](int l) {                               \
+      U x = static_cast<U>(a[l]), y = static_cast<U>(b[l]); \
+      UU ux = static_cast<UU>(x), uy = static_cast<UU>(y);  \
+      (void)ux, (void)uy;                                   \
+      t |= static_cast<uint32_t>(E) << l;                   \
+    });                                                     \
     break;
   switch (in.cmp) {
     UGPU_CMP(kEq, x == y)
@@ -438,9 +520,13 @@ uint32_t int_compare(Warp& w, const Inst& in, uint32_t m) {
   return t;
 }
 template <class U>
-void setp_int(Warp& w, const Inst& in, uint32_t m) { finish_setp(w, in, m, int_compare<U>(w, in, m)); }
+void setp_int(Warp& w, const Inst& in, uint32_t m) {
+  finish_setp(w, in, m, int_compare<U>(w, in, m));
+}
 template <class U>
-void set_int(Warp& w, const Inst& in, uint32_t m) { finish_set(w, in, m, int_compare<U>(w, in, m)); }
+void set_int(Warp& w, const Inst& in, uint32_t m) {
+  finish_set(w, in, m, int_compare<U>(w, in, m));
+}
 
 // ---- floating point ---------------------------------------------------------------------------
 // Formats: K::get turns a register into its exact double value; K::fmt rounds back.
@@ -462,9 +548,13 @@ struct KS {
 };
 
 template <class K>
-bool subnormal(uint64_t r) { return (r & K::exp) == 0 && (r & (K::sign - 1)) != 0; }
+bool subnormal(uint64_t r) {
+  return (r & K::exp) == 0 && (r & (K::sign - 1)) != 0;
+}
 template <class K>
-uint64_t raw(uint64_t r) { return r & (K::sign * 2 - 1); }
+uint64_t raw(uint64_t r) {
+  return r & (K::sign * 2 - 1);
+}
 template <class K>
 double fin(const Inst& in, uint64_t r) {
   r = raw<K>(r);
@@ -497,7 +587,9 @@ struct FAdd {
   }
 };
 template <class K>
-struct FMul { static uint64_t f(const Inst& in, uint64_t a, uint64_t b) { return fout<K>(in, fin<K>(in, a) * fin<K>(in, b), 0); } };
+struct FMul {
+  static uint64_t f(const Inst& in, uint64_t a, uint64_t b) { return fout<K>(in, fin<K>(in, a) * fin<K>(in, b), 0); }
+};
 template <class K>
 struct FFma {
   static uint64_t f(const Inst& in, uint64_t a, uint64_t b, uint64_t c) {
@@ -543,8 +635,12 @@ double tanh_(double x) { return std::tanh(x); }
 double rcp(double x) { return 1.0 / x; }
 double sqrt_(double x) { return std::sqrt(x); }
 template <class K, double (*Fn)(double)>
-struct FApprox { static uint64_t f(const Inst& in, uint64_t a) { return fout<K>(in, Fn(fin<K>(in, a)), 0); } };
-struct FDivApprox { static uint64_t f(const Inst& in, uint64_t a, uint64_t b) { return fout<KS>(in, fin<KS>(in, a) / fin<KS>(in, b), 0); } };
+struct FApprox {
+  static uint64_t f(const Inst& in, uint64_t a) { return fout<K>(in, Fn(fin<K>(in, a)), 0); }
+};
+struct FDivApprox {
+  static uint64_t f(const Inst& in, uint64_t a, uint64_t b) { return fout<KS>(in, fin<KS>(in, a) / fin<KS>(in, b), 0); }
+};
 template <double (*Fn)(double)>
 struct DApprox {
   static uint64_t f(const Inst& in, uint64_t a) {
@@ -557,13 +653,27 @@ struct DApprox {
 // f32 in round-to-nearest without ftz or sat: native float arithmetic. NaN results are 0x7fffffff,
 // the canonical NaN NVIDIA GPUs produce for single precision.
 inline uint64_t canon32(float r) { return r != r ? 0x7fffffffu : bits_of(r); }
-struct SAdd { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) + f32_of(b)); } };
-struct SSub { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) - f32_of(b)); } };
-struct SMul { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) * f32_of(b)); } };
-struct SFma { static uint64_t f(const Inst&, uint64_t a, uint64_t b, uint64_t c) { return canon32(std::fma(f32_of(a), f32_of(b), f32_of(c))); } };
-struct SDiv { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) / f32_of(b)); } };
-struct SRcp { static uint64_t f(const Inst&, uint64_t a) { return canon32(1.0f / f32_of(a)); } };
-struct SSqrt { static uint64_t f(const Inst&, uint64_t a) { return canon32(std::sqrt(f32_of(a))); } };
+struct SAdd {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) + f32_of(b)); }
+};
+struct SSub {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) - f32_of(b)); }
+};
+struct SMul {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) * f32_of(b)); }
+};
+struct SFma {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b, uint64_t c) { return canon32(std::fma(f32_of(a), f32_of(b), f32_of(c))); }
+};
+struct SDiv {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return canon32(f32_of(a) / f32_of(b)); }
+};
+struct SRcp {
+  static uint64_t f(const Inst&, uint64_t a) { return canon32(1.0f / f32_of(a)); }
+};
+struct SSqrt {
+  static uint64_t f(const Inst&, uint64_t a) { return canon32(std::sqrt(f32_of(a))); }
+};
 
 // f64: the host's IEEE arithmetic (NaNs as the host makes them); directed modes move the
 // round-to-nearest result by one ulp according to the sign of the exact error.
@@ -595,7 +705,9 @@ struct DDiv {
     return bits_of(finish64(in, q, x, y == 0 ? std::numeric_limits<double>::infinity() : 1.0 / y, res));
   }
 };
-struct DRcp { static uint64_t f(const Inst& in, uint64_t a) { return DDiv::f(in, bits_of(1.0), a); } };
+struct DRcp {
+  static uint64_t f(const Inst& in, uint64_t a) { return DDiv::f(in, bits_of(1.0), a); }
+};
 struct DSqrt {
   static uint64_t f(const Inst& in, uint64_t a) {
     double x = f64_of(a), r = std::sqrt(x);
@@ -628,7 +740,9 @@ struct FNeg {
     return in.op == Opc::Neg ? r ^ K::sign : r & ~K::sign;
   }
 };
-struct DNeg { static uint64_t f(const Inst& in, uint64_t a) { return in.op == Opc::Neg ? a ^ (uint64_t{1} << 63) : a & ~(uint64_t{1} << 63); } };
+struct DNeg {
+  static uint64_t f(const Inst& in, uint64_t a) { return in.op == Opc::Neg ? a ^ (uint64_t{1} << 63) : a & ~(uint64_t{1} << 63); }
+};
 
 // min/max: a NaN operand loses to a number (with .NaN it wins); -0 is below +0; two NaNs give the
 // canonical NaN.
@@ -666,8 +780,12 @@ struct DMinMax {
 };
 
 template <class K>
-struct Copysign { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return (raw<K>(b) & ~K::sign) | (raw<K>(a) & K::sign); } };
-struct DCopysign { static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return (b & ~(uint64_t{1} << 63)) | (a & (uint64_t{1} << 63)); } };
+struct Copysign {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return (raw<K>(b) & ~K::sign) | (raw<K>(a) & K::sign); }
+};
+struct DCopysign {
+  static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return (b & ~(uint64_t{1} << 63)) | (a & (uint64_t{1} << 63)); }
+};
 
 double fvalue(T t, uint64_t r) {
   switch (t) {
@@ -715,22 +833,22 @@ uint32_t float_compare(Warp& w, const Inst& in, uint32_t m) {
   uint32_t t = 0;
   const T ty = in.type2;
   const bool simple = ty == T::F32 && !(in.flags & kFtz);
-#define UGPU_FCMP(C, E)                                                                  \
-  case C:                                                                                \
-    if (simple)                                                                          \
-      for_lanes(m, [&](int l) {                                                          \
-        float x = f32_of(a[l]), y = f32_of(b[l]);                                        \
-        bool un = x != x || y != y;                                                      \
-        (void)un;                                                                        \
-        t |= static_cast<uint32_t>(E) << l;                                              \
-      });                                                                                \
-    else                                                                                 \
-      for_lanes(m, [&](int l) {                                                          \
-        double x = fget(in, ty, a[l]), y = fget(in, ty, b[l]);                           \
-        bool un = x != x || y != y;                                                      \
-        (void)un;                                                                        \
-        t |= static_cast<uint32_t>(E) << l;                                              \
-      });                                                                                \
+#define UGPU_FCMP(C, E)                                        \
+  case C:                                                      \
+    if (simple)                                                \
+      for_lanes(m, [&](int l) {                                \
+        float x = f32_of(a[l]), y = f32_of(b[l]);              \
+        bool un = x != x || y != y;                            \
+        (void)un;                                              \
+        t |= static_cast<uint32_t>(E) << l;                    \
+      });                                                      \
+    else                                                       \
+      for_lanes(m, [&](int l) {                                \
+        double x = fget(in, ty, a[l]), y = fget(in, ty, b[l]); \
+        bool un = x != x || y != y;                            \
+        (void)un;                                              \
+        t |= static_cast<uint32_t>(E) << l;                    \
+      });                                                      \
     break;
   switch (in.cmp) {
     UGPU_FCMP(kEq, !un && x == y)
@@ -812,9 +930,12 @@ i128 int_value(T t, uint64_t r) {
     case T::S16: return static_cast<int16_t>(r);
     case T::S32: return static_cast<int32_t>(r);
     case T::S64: return static_cast<int64_t>(r);
-    case T::U8: case T::B8: return static_cast<uint8_t>(r);
-    case T::U16: case T::B16: return static_cast<uint16_t>(r);
-    case T::U32: case T::B32: return static_cast<uint32_t>(r);
+    case T::U8:
+    case T::B8: return static_cast<uint8_t>(r);
+    case T::U16:
+    case T::B16: return static_cast<uint16_t>(r);
+    case T::U32:
+    case T::B32: return static_cast<uint32_t>(r);
     default: return static_cast<uint64_t>(r);
   }
 }
@@ -832,7 +953,9 @@ double round_integral(double v, uint8_t r) {
   }
 }
 template <class D, class S>
-struct CvtII { static uint64_t f(const Inst&, uint64_t a) { return put<D>(static_cast<D>(static_cast<S>(a))); } };
+struct CvtII {
+  static uint64_t f(const Inst&, uint64_t a) { return put<D>(static_cast<D>(static_cast<S>(a))); }
+};
 
 uint64_t to_format(const Inst& in, T t, double v, int residual, uint8_t r) {
   Inst j = in;
@@ -878,7 +1001,9 @@ uint64_t cvt_value(const Inst& in, uint64_t a) {
   if (in.flags & kIntRnd) v = round_integral(v, r);
   return to_format(in, dt, v, 0, r);
 }
-struct CvtAny { static uint64_t f(const Inst& in, uint64_t a) { return cvt_value(in, a); } };
+struct CvtAny {
+  static uint64_t f(const Inst& in, uint64_t a) { return cvt_value(in, a); }
+};
 // cvt.rn.f16x2.f32 d, a, b: a to the upper half.
 struct CvtPack {
   static uint64_t f(const Inst& in, uint64_t a, uint64_t b) {
@@ -894,47 +1019,72 @@ template <template <class> class Op, template <class> class Map>
 struct ByInt {
   static ExecFn pick(T t) {
     switch (t) {
-      case T::U16: case T::B16: return Map<Op<uint16_t>>::fn;
+      case T::U16:
+      case T::B16: return Map<Op<uint16_t>>::fn;
       case T::S16: return Map<Op<int16_t>>::fn;
-      case T::U32: case T::B32: return Map<Op<uint32_t>>::fn;
+      case T::U32:
+      case T::B32: return Map<Op<uint32_t>>::fn;
       case T::S32: return Map<Op<int32_t>>::fn;
-      case T::U64: case T::B64: return Map<Op<uint64_t>>::fn;
+      case T::U64:
+      case T::B64: return Map<Op<uint64_t>>::fn;
       case T::S64: return Map<Op<int64_t>>::fn;
       default: return nullptr;
     }
   }
 };
-template <class Op> struct M1 { static constexpr ExecFn fn = &map1<Op>; };
-template <class Op> struct M2 { static constexpr ExecFn fn = &map2<Op>; };
-template <class Op> struct M3 { static constexpr ExecFn fn = &map3<Op>; };
-template <class Op> struct M4 { static constexpr ExecFn fn = &map4<Op>; };
+template <class Op>
+struct M1 {
+  static constexpr ExecFn fn = &map1<Op>;
+};
+template <class Op>
+struct M2 {
+  static constexpr ExecFn fn = &map2<Op>;
+};
+template <class Op>
+struct M3 {
+  static constexpr ExecFn fn = &map3<Op>;
+};
+template <class Op>
+struct M4 {
+  static constexpr ExecFn fn = &map4<Op>;
+};
 
 template <template <class> class Op, template <class> class Map>
-ExecFn by_int(T t) { return ByInt<Op, Map>::pick(t); }
+ExecFn by_int(T t) {
+  return ByInt<Op, Map>::pick(t);
+}
 
 template <class D>
 ExecFn cvt_from(T s) {
   switch (s) {
-    case T::U8: case T::B8: return &map1<CvtII<D, uint8_t>>;
+    case T::U8:
+    case T::B8: return &map1<CvtII<D, uint8_t>>;
     case T::S8: return &map1<CvtII<D, int8_t>>;
-    case T::U16: case T::B16: return &map1<CvtII<D, uint16_t>>;
+    case T::U16:
+    case T::B16: return &map1<CvtII<D, uint16_t>>;
     case T::S16: return &map1<CvtII<D, int16_t>>;
-    case T::U32: case T::B32: return &map1<CvtII<D, uint32_t>>;
+    case T::U32:
+    case T::B32: return &map1<CvtII<D, uint32_t>>;
     case T::S32: return &map1<CvtII<D, int32_t>>;
-    case T::U64: case T::B64: return &map1<CvtII<D, uint64_t>>;
+    case T::U64:
+    case T::B64: return &map1<CvtII<D, uint64_t>>;
     case T::S64: return &map1<CvtII<D, int64_t>>;
     default: return nullptr;
   }
 }
 ExecFn cvt_int(T d, T s) {
   switch (d) {
-    case T::U8: case T::B8: return cvt_from<uint8_t>(s);
+    case T::U8:
+    case T::B8: return cvt_from<uint8_t>(s);
     case T::S8: return cvt_from<int8_t>(s);
-    case T::U16: case T::B16: return cvt_from<uint16_t>(s);
+    case T::U16:
+    case T::B16: return cvt_from<uint16_t>(s);
     case T::S16: return cvt_from<int16_t>(s);
-    case T::U32: case T::B32: return cvt_from<uint32_t>(s);
+    case T::U32:
+    case T::B32: return cvt_from<uint32_t>(s);
     case T::S32: return cvt_from<int32_t>(s);
-    case T::U64: case T::B64: return cvt_from<uint64_t>(s);
+    case T::U64:
+    case T::B64: return cvt_from<uint64_t>(s);
     case T::S64: return cvt_from<int64_t>(s);
     default: return nullptr;
   }
@@ -960,7 +1110,8 @@ std::string bind_alu(Inst& in) {
   const bool f = is_float(t);
   ExecFn fn = nullptr;
   switch (in.op) {
-    case Opc::Add: case Opc::Sub:
+    case Opc::Add:
+    case Opc::Sub:
       if (f) fn = by_float<FAdd, SAdd, DAdd, M2>(in);
       if (f && in.op == Opc::Sub && t == T::F32 && fn == M2<SAdd>::fn) fn = M2<SSub>::fn;
       if (!f && (in.flags & (kCC | kCarryIn))) {
@@ -977,21 +1128,27 @@ std::string bind_alu(Inst& in) {
       else if (is_int(t) && bits(t) >= 16) fn = M2<MulLo64>::fn;
       break;
     case Opc::MulHi: fn = by_int<MulHi, M2>(t); break;
-    case Opc::MulWide: if (bits(t) <= 32) fn = by_int<MulWide, M2>(t); break;
+    case Opc::MulWide:
+      if (bits(t) <= 32) fn = by_int<MulWide, M2>(t);
+      break;
     case Opc::Mad:
       if (f) fn = by_float<FFma, SFma, DFma, M3>(in);
       else if (is_int(t) && bits(t) >= 16) fn = M3<MadLo64>::fn;
       break;
-    case Opc::Fma: if (f) fn = by_float<FFma, SFma, DFma, M3>(in); break;
+    case Opc::Fma:
+      if (f) fn = by_float<FFma, SFma, DFma, M3>(in);
+      break;
     case Opc::MadHi:
       if (in.flags & kSat) fn = t == T::S32 ? M3<MadHiSat32>::fn : nullptr;
       else fn = by_int<MadHi, M3>(t);
       break;
-    case Opc::MadWide: if (bits(t) <= 32) fn = by_int<MadWide, M3>(t); break;
-    case Opc::Mul24Lo: case Opc::Mul24Hi:
-      fn = t == T::U32 ? M2<Mul24<uint32_t>>::fn : t == T::S32 ? M2<Mul24<int32_t>>::fn : nullptr;
+    case Opc::MadWide:
+      if (bits(t) <= 32) fn = by_int<MadWide, M3>(t);
       break;
-    case Opc::Mad24Lo: case Opc::Mad24Hi: fn = t == T::U32 ? M3<Mad24<uint32_t>>::fn : t == T::S32 ? M3<Mad24<int32_t>>::fn : nullptr; break;
+    case Opc::Mul24Lo:
+    case Opc::Mul24Hi: fn = t == T::U32 ? M2<Mul24<uint32_t>>::fn : t == T::S32 ? M2<Mul24<int32_t>>::fn : nullptr; break;
+    case Opc::Mad24Lo:
+    case Opc::Mad24Hi: fn = t == T::U32 ? M3<Mad24<uint32_t>>::fn : t == T::S32 ? M3<Mad24<int32_t>>::fn : nullptr; break;
     case Opc::Sad: fn = by_int<Sad, M3>(t); break;
     case Opc::Div:
       if (t == T::F32) fn = (in.flags & kApprox) ? M2<FDivApprox>::fn : by_float<FDiv, SDiv, DDiv, M2>(in);
@@ -999,7 +1156,8 @@ std::string bind_alu(Inst& in) {
       else fn = by_int<Div, M2>(t);
       break;
     case Opc::Rem: fn = by_int<Rem, M2>(t); break;
-    case Opc::Abs: case Opc::Neg:
+    case Opc::Abs:
+    case Opc::Neg:
       if (t == T::F16) fn = M1<FNeg<KH>>::fn;
       else if (t == T::BF16) fn = M1<FNeg<KB>>::fn;
       else if (t == T::F32) fn = M1<FNeg<KS>>::fn;
@@ -1007,7 +1165,8 @@ std::string bind_alu(Inst& in) {
       else if (in.op == Opc::Neg && is_signed(t) && bits(t) >= 16) fn = M1<Neg64>::fn;
       else if (in.op == Opc::Abs && is_signed(t)) fn = by_int<Abs, M1>(t);
       break;
-    case Opc::Min: case Opc::Max:
+    case Opc::Min:
+    case Opc::Max:
       if (t == T::F16) fn = M2<FMinMax<KH>>::fn;
       else if (t == T::BF16) fn = M2<FMinMax<KB>>::fn;
       else if (t == T::F32) fn = M2<FMinMax<KS>>::fn;
@@ -1018,23 +1177,47 @@ std::string bind_alu(Inst& in) {
     case Opc::Popc: fn = t == T::B32 ? M1<Popc<uint32_t>>::fn : t == T::B64 ? M1<Popc<uint64_t>>::fn : nullptr; break;
     case Opc::Clz: fn = t == T::B32 ? M1<Clz<uint32_t>>::fn : t == T::B64 ? M1<Clz<uint64_t>>::fn : nullptr; break;
     case Opc::Brev: fn = t == T::B32 ? M1<Brev<uint32_t>>::fn : t == T::B64 ? M1<Brev<uint64_t>>::fn : nullptr; break;
-    case Opc::Bfind: if (bits(t) >= 32 && (t == T::U32 || t == T::S32 || t == T::U64 || t == T::S64)) fn = by_int<Bfind, M1>(t); break;
-    case Opc::Bfe: if (t == T::U32 || t == T::S32 || t == T::U64 || t == T::S64) fn = by_int<Bfe, M3>(t); break;
+    case Opc::Bfind:
+      if (bits(t) >= 32 && (t == T::U32 || t == T::S32 || t == T::U64 || t == T::S64)) fn = by_int<Bfind, M1>(t);
+      break;
+    case Opc::Bfe:
+      if (t == T::U32 || t == T::S32 || t == T::U64 || t == T::S64) fn = by_int<Bfe, M3>(t);
+      break;
     case Opc::Bfi: fn = t == T::B32 ? M4<Bfi<uint32_t>>::fn : t == T::B64 ? M4<Bfi<uint64_t>>::fn : nullptr; break;
-    case Opc::Prmt: if (t == T::B32) fn = M3<Prmt>::fn; break;
-    case Opc::Bmsk: if (t == T::B32) fn = M2<Bmsk>::fn; break;
+    case Opc::Prmt:
+      if (t == T::B32) fn = M3<Prmt>::fn;
+      break;
+    case Opc::Bmsk:
+      if (t == T::B32) fn = M2<Bmsk>::fn;
+      break;
     case Opc::Szext: fn = t == T::U32 ? M2<Szext<uint32_t>>::fn : t == T::S32 ? M2<Szext<int32_t>>::fn : nullptr; break;
-    case Opc::Dp4a: case Opc::Dp2aLo: case Opc::Dp2aHi: fn = M3<Dp>::fn; break;
-    case Opc::And: case Opc::Or: case Opc::Xor: case Opc::Not:
+    case Opc::Dp4a:
+    case Opc::Dp2aLo:
+    case Opc::Dp2aHi: fn = M3<Dp>::fn; break;
+    case Opc::And:
+    case Opc::Or:
+    case Opc::Xor:
+    case Opc::Not:
       if (t == T::Pred) fn = &pred_logic;
       else if (t == T::B16 || t == T::B32 || t == T::B64)
         fn = in.op == Opc::And ? M2<And64>::fn : in.op == Opc::Or ? M2<Or64>::fn : in.op == Opc::Xor ? M2<Xor64>::fn : M1<Not64>::fn;
       break;
-    case Opc::Cnot: fn = t == T::B16 ? M1<Cnot<uint16_t>>::fn : t == T::B32 ? M1<Cnot<uint32_t>>::fn : t == T::B64 ? M1<Cnot<uint64_t>>::fn : nullptr; break;
-    case Opc::Lop3: if (t == T::B32) fn = M3<Lop3>::fn; break;
-    case Opc::Shl: if (t == T::B16 || t == T::B32 || t == T::B64) fn = by_int<Shl, M2>(t); break;
-    case Opc::Shr: if (bits(t) >= 16 && is_int(t)) fn = by_int<Shr, M2>(t); break;
-    case Opc::ShfL: case Opc::ShfR: if (t == T::B32) fn = M3<Shf>::fn; break;
+    case Opc::Cnot:
+      fn = t == T::B16 ? M1<Cnot<uint16_t>>::fn : t == T::B32 ? M1<Cnot<uint32_t>>::fn : t == T::B64 ? M1<Cnot<uint64_t>>::fn : nullptr;
+      break;
+    case Opc::Lop3:
+      if (t == T::B32) fn = M3<Lop3>::fn;
+      break;
+    case Opc::Shl:
+      if (t == T::B16 || t == T::B32 || t == T::B64) fn = by_int<Shl, M2>(t);
+      break;
+    case Opc::Shr:
+      if (bits(t) >= 16 && is_int(t)) fn = by_int<Shr, M2>(t);
+      break;
+    case Opc::ShfL:
+    case Opc::ShfR:
+      if (t == T::B32) fn = M3<Shf>::fn;
+      break;
     case Opc::Rcp:
       if (in.flags & kApprox) fn = t == T::F32 ? M1<FApprox<KS, rcp>>::fn : t == T::F64 ? M1<DApprox<rcp>>::fn : nullptr;  // .approx
       else if (t == T::F32) fn = (in.rnd == kRN && !(in.flags & kFtz)) ? M1<SRcp>::fn : M1<FRcp<KS>>::fn;
@@ -1046,14 +1229,27 @@ std::string bind_alu(Inst& in) {
       else if (t == T::F64) fn = M1<DSqrt>::fn;
       break;
     case Opc::Rsqrt: fn = t == T::F32 ? M1<FApprox<KS, rsqrt>>::fn : t == T::F64 ? M1<DApprox<rsqrt>>::fn : nullptr; break;
-    case Opc::Sin: if (t == T::F32) fn = M1<FApprox<KS, sine>>::fn; break;
-    case Opc::Cos: if (t == T::F32) fn = M1<FApprox<KS, cosine>>::fn; break;
-    case Opc::Lg2: if (t == T::F32) fn = M1<FApprox<KS, lg2>>::fn; break;
-    case Opc::Ex2: fn = t == T::F32 ? M1<FApprox<KS, ex2>>::fn : t == T::F16 ? M1<FApprox<KH, ex2>>::fn : t == T::BF16 ? M1<FApprox<KB, ex2>>::fn : nullptr; break;
-    case Opc::Tanh: fn = t == T::F32 ? M1<FApprox<KS, tanh_>>::fn : t == T::F16 ? M1<FApprox<KH, tanh_>>::fn : t == T::BF16 ? M1<FApprox<KB, tanh_>>::fn : nullptr; break;
+    case Opc::Sin:
+      if (t == T::F32) fn = M1<FApprox<KS, sine>>::fn;
+      break;
+    case Opc::Cos:
+      if (t == T::F32) fn = M1<FApprox<KS, cosine>>::fn;
+      break;
+    case Opc::Lg2:
+      if (t == T::F32) fn = M1<FApprox<KS, lg2>>::fn;
+      break;
+    case Opc::Ex2:
+      fn = t == T::F32 ? M1<FApprox<KS, ex2>>::fn : t == T::F16 ? M1<FApprox<KH, ex2>>::fn : t == T::BF16 ? M1<FApprox<KB, ex2>>::fn : nullptr;
+      break;
+    case Opc::Tanh:
+      fn = t == T::F32 ? M1<FApprox<KS, tanh_>>::fn : t == T::F16 ? M1<FApprox<KH, tanh_>>::fn : t == T::BF16 ? M1<FApprox<KB, tanh_>>::fn : nullptr;
+      break;
     case Opc::Copysign: fn = t == T::F32 ? M2<Copysign<KS>>::fn : t == T::F64 ? M2<DCopysign>::fn : nullptr; break;
-    case Opc::Testp: if (t == T::F32 || t == T::F64) fn = &testp; break;
-    case Opc::Setp: case Opc::Set: {
+    case Opc::Testp:
+      if (t == T::F32 || t == T::F64) fn = &testp;
+      break;
+    case Opc::Setp:
+    case Opc::Set: {
       const T s = in.type2;
       const bool set = in.op == Opc::Set;
       if (is_float(s) && s != T::F16x2 && s != T::BF16x2) {
@@ -1063,19 +1259,26 @@ std::string bind_alu(Inst& in) {
         if (in.cmp >= kEqu) break;
         if (!is_signed(s) && in.cmp <= kGe && in.cmp >= kLt && s >= T::B16 && s <= T::B64) break;  // .b types: eq/ne only
         switch (s) {
-          case T::U16: case T::B16: fn = set ? &set_int<uint16_t> : &setp_int<uint16_t>; break;
+          case T::U16:
+          case T::B16: fn = set ? &set_int<uint16_t> : &setp_int<uint16_t>; break;
           case T::S16: fn = set ? &set_int<int16_t> : &setp_int<int16_t>; break;
-          case T::U32: case T::B32: fn = set ? &set_int<uint32_t> : &setp_int<uint32_t>; break;
+          case T::U32:
+          case T::B32: fn = set ? &set_int<uint32_t> : &setp_int<uint32_t>; break;
           case T::S32: fn = set ? &set_int<int32_t> : &setp_int<int32_t>; break;
-          case T::U64: case T::B64: fn = set ? &set_int<uint64_t> : &setp_int<uint64_t>; break;
+          case T::U64:
+          case T::B64: fn = set ? &set_int<uint64_t> : &setp_int<uint64_t>; break;
           case T::S64: fn = set ? &set_int<int64_t> : &setp_int<int64_t>; break;
           default: break;
         }
       }
       break;
     }
-    case Opc::Selp: if (t != T::Pred && t != T::None) fn = &selp; break;
-    case Opc::Slct: if (in.type2 == T::S32 || in.type2 == T::F32) fn = &slct; break;
+    case Opc::Selp:
+      if (t != T::Pred && t != T::None) fn = &selp;
+      break;
+    case Opc::Slct:
+      if (in.type2 == T::S32 || in.type2 == T::F32) fn = &slct;
+      break;
     case Opc::Mov: fn = t == T::Pred ? &pred_logic : M1<Copy>::fn; break;
     case Opc::MovPack: fn = &mov_pack; break;
     case Opc::MovUnpack: fn = &mov_unpack; break;
@@ -1086,7 +1289,9 @@ std::string bind_alu(Inst& in) {
       else fn = M1<CvtAny>::fn;
       break;
     }
-    case Opc::CvtPack: if ((t == T::F16x2 || t == T::BF16x2) && in.type2 == T::F32) fn = M2<CvtPack>::fn; break;
+    case Opc::CvtPack:
+      if ((t == T::F16x2 || t == T::BF16x2) && in.type2 == T::F32) fn = M2<CvtPack>::fn;
+      break;
     default: return "not an arithmetic instruction";
   }
   if (!fn) return "this combination of type and modifiers is not implemented";

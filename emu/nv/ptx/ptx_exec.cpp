@@ -1,6 +1,8 @@
 // The PTX executor's scheduler: blocks spread over host threads, the warps of a block run in turn
 // (switching at barriers and exits), the lanes of a warp together while they agree on the program
 // counter, and the faults that end a launch.
+#include "emu/nv/ptx/ptx_exec.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,7 +10,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "emu/nv/ptx/ptx_exec.h"
 
 namespace ugpu::emu::nv::detail {
 namespace {
@@ -51,8 +52,8 @@ void memory_fault(Warp& w, const Inst& in, int lane, uint64_t address, unsigned 
   f.address = address;
   f.access = access;
   f.space = name(space);
-  f.message = "GPU memory fault: " + f.space + " " + name(access) + " of " + std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes") +
-              " at " + hex(address) + " (" + why + ")" + where(f);
+  f.message = "GPU memory fault: " + f.space + " " + name(access) + " of " + std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes") + " at " +
+              hex(address) + " (" + why + ")" + where(f);
   throw FaultThrow{std::move(f)};
 }
 
@@ -176,8 +177,7 @@ void run_warp(Block& b, Warp& w) {
     const Inst& in = code[w.pc];
     uint32_t m = w.group;
     if (in.guard != kNone) m &= in.guard_neg ? ~w.p[in.guard] : w.p[in.guard];
-    if ((++w.executed & 4095) == 0 &&
-        (run.stop.load(std::memory_order_relaxed) || (run.interrupt && run.interrupt->load(std::memory_order_relaxed))))
+    if ((++w.executed & 4095) == 0 && (run.stop.load(std::memory_order_relaxed) || (run.interrupt && run.interrupt->load(std::memory_order_relaxed))))
       stopped(b, w);
     switch (in.flow) {
       case Flow::Alu:
@@ -234,7 +234,8 @@ uint32_t special_value(const Block& b, const Warp& w, Sreg s, uint32_t lane) {
     case Sreg::Laneid: return lane;
     case Sreg::Warpid: return w.index;
     case Sreg::Nwarpid: return b.run->nwarps;
-    case Sreg::Smid: case Sreg::Gridid: return 0;
+    case Sreg::Smid:
+    case Sreg::Gridid: return 0;
     case Sreg::Nsmid: return 1;
     case Sreg::LanemaskEq: return 1u << lane;
     case Sreg::LanemaskLe: return lane == 31 ? ~0u : (2u << lane) - 1;
@@ -243,8 +244,12 @@ uint32_t special_value(const Block& b, const Warp& w, Sreg s, uint32_t lane) {
     case Sreg::LanemaskGt: return lane == 31 ? 0 : ~((2u << lane) - 1);
     case Sreg::TotalSmem: return L.shared_bytes;
     case Sreg::DynamicSmem: return L.shared_bytes - b.run->entry->static_shared_bytes;
-    case Sreg::ClusterCtaidX: case Sreg::ClusterCtaidY: case Sreg::ClusterCtaidZ: return 0;  // clusters of one block
-    case Sreg::ClusterNctaidX: case Sreg::ClusterNctaidY: case Sreg::ClusterNctaidZ: return 1;
+    case Sreg::ClusterCtaidX:
+    case Sreg::ClusterCtaidY:
+    case Sreg::ClusterCtaidZ: return 0;  // clusters of one block
+    case Sreg::ClusterNctaidX:
+    case Sreg::ClusterNctaidY:
+    case Sreg::ClusterNctaidZ: return 1;
     case Sreg::ClusteridX: return b.id[0];
     case Sreg::ClusteridY: return b.id[1];
     case Sreg::ClusteridZ: return b.id[2];
@@ -371,8 +376,7 @@ void worker(Run& run) {
       std::lock_guard lock(run.mu);
       if (!run.fault) run.fault = std::move(f.fault);
       run.stop = true;
-    } catch (const StopThrow&) {
-    }
+    } catch (const StopThrow&) {}
     uint64_t n = 0;
     for (const Warp& w : b.warps) n += w.executed;
     run.instructions += n;
@@ -392,8 +396,7 @@ PtxRunResult run_ptx(const PtxLaunch& launch, const PtxRunOptions& options) {
   const PtxModule& mod = *launch.module;
   size_t index = mod.entries.size();
   if (launch.entry.empty()) {
-    if (mod.entries.size() != 1)
-      throw Error("PTX launch: the module has " + std::to_string(mod.entries.size()) + " entries; name the one to run");
+    if (mod.entries.size() != 1) throw Error("PTX launch: the module has " + std::to_string(mod.entries.size()) + " entries; name the one to run");
     index = 0;
   } else {
     for (size_t i = 0; i < mod.entries.size(); ++i)
@@ -416,10 +419,13 @@ PtxRunResult run_ptx(const PtxLaunch& launch, const PtxRunOptions& options) {
     throw Error("PTX launch of " + entry.name + ": " + std::to_string(launch.local_bytes_per_thread) +
                 " bytes of local memory per thread, but the entry declares " + std::to_string(entry.local_bytes));
   if (launch.shared_bytes > 227 * 1024)
-    throw Error("PTX launch of " + entry.name + ": " + std::to_string(launch.shared_bytes) + " bytes of shared memory per block; sm_90 has at most 227 KiB");
+    throw Error("PTX launch of " + entry.name + ": " + std::to_string(launch.shared_bytes) +
+                " bytes of shared memory per block; sm_90 has at most 227 KiB");
   if (launch.local_bytes_per_thread > 512 * 1024)
-    throw Error("PTX launch of " + entry.name + ": " + std::to_string(launch.local_bytes_per_thread) + " bytes of local memory per thread; the limit is 512 KiB");
-  const uint64_t gap = launch.shared_window > launch.local_window ? launch.shared_window - launch.local_window : launch.local_window - launch.shared_window;
+    throw Error("PTX launch of " + entry.name + ": " + std::to_string(launch.local_bytes_per_thread) +
+                " bytes of local memory per thread; the limit is 512 KiB");
+  const uint64_t gap =
+      launch.shared_window > launch.local_window ? launch.shared_window - launch.local_window : launch.local_window - launch.shared_window;
   if (gap < (uint64_t{1} << 32)) throw Error("PTX launch: the shared and local windows overlap (each spans 4 GiB)");
 
   Run run;

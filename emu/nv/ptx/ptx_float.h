@@ -80,9 +80,7 @@ inline double half_to_double(uint64_t raw) {
   else v = std::ldexp(static_cast<double>(m | 0x400), e - 25);
   return (h & 0x8000) ? -v : v;
 }
-inline double bf16_to_double(uint64_t raw) {
-  return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(raw & 0xffff) << 16));
-}
+inline double bf16_to_double(uint64_t raw) { return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(raw & 0xffff) << 16)); }
 inline double f32_to_double(uint64_t raw) { return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(raw))); }
 inline double f64_of(uint64_t raw) { return std::bit_cast<double>(raw); }
 inline float f32_of(uint64_t raw) { return std::bit_cast<float>(static_cast<uint32_t>(raw)); }

@@ -10,8 +10,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emu/nv/ptx/ptx.h"
@@ -37,13 +37,86 @@ enum Flag : uint16_t { kFtz = 1, kSat = 2, kIntRnd = 4, kNaN = 8, kRelu = 16, kC
 
 // What an instruction is; `fn` holds its implementation for Flow::Alu.
 enum class Opc : uint8_t {
-  Add, Sub, Mul, MulHi, MulWide, Mad, MadHi, MadWide, Mul24Lo, Mul24Hi, Mad24Lo, Mad24Hi, Sad, Div, Rem, Abs, Neg, Min, Max,
-  Popc, Clz, Bfind, Brev, Bfe, Bfi, Prmt, Bmsk, Szext, Dp4a, Dp2aLo, Dp2aHi,
-  And, Or, Xor, Not, Cnot, Lop3, Shl, Shr, ShfL, ShfR,
-  Fma, Rcp, Sqrt, Rsqrt, Sin, Cos, Lg2, Ex2, Tanh, Copysign, Testp,
-  Setp, Set, Selp, Slct, Mov, MovPack, MovUnpack, Cvt, CvtPack, Cvta, CvtaTo,
-  Ld, St, Atom, Red, Shfl, Vote, Activemask, Redux, Clock, Clock64, GlobalTimer,
-  Bra, Exit, Bar, BarArrive, Nop, Trap,
+  Add,
+  Sub,
+  Mul,
+  MulHi,
+  MulWide,
+  Mad,
+  MadHi,
+  MadWide,
+  Mul24Lo,
+  Mul24Hi,
+  Mad24Lo,
+  Mad24Hi,
+  Sad,
+  Div,
+  Rem,
+  Abs,
+  Neg,
+  Min,
+  Max,
+  Popc,
+  Clz,
+  Bfind,
+  Brev,
+  Bfe,
+  Bfi,
+  Prmt,
+  Bmsk,
+  Szext,
+  Dp4a,
+  Dp2aLo,
+  Dp2aHi,
+  And,
+  Or,
+  Xor,
+  Not,
+  Cnot,
+  Lop3,
+  Shl,
+  Shr,
+  ShfL,
+  ShfR,
+  Fma,
+  Rcp,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Lg2,
+  Ex2,
+  Tanh,
+  Copysign,
+  Testp,
+  Setp,
+  Set,
+  Selp,
+  Slct,
+  Mov,
+  MovPack,
+  MovUnpack,
+  Cvt,
+  CvtPack,
+  Cvta,
+  CvtaTo,
+  Ld,
+  St,
+  Atom,
+  Red,
+  Shfl,
+  Vote,
+  Activemask,
+  Redux,
+  Clock,
+  Clock64,
+  GlobalTimer,
+  Bra,
+  Exit,
+  Bar,
+  BarArrive,
+  Nop,
+  Trap,
 };
 
 // Sub-modes kept in Inst::cmp, in the order the parser's name tables list them.
@@ -69,45 +142,80 @@ struct Inst {
   Flow flow = Flow::Alu;
   T type = T::None, type2 = T::None;  // the instruction type; a second one (cvt's source, setp's, ...)
   uint8_t rnd = kNoRnd;
-  uint8_t cmp = 0;    // Cmp for setp/set; a sub-mode for others (atomic op, shfl mode, vote mode, prmt mode, testp class)
+  uint8_t cmp = 0;  // Cmp for setp/set; a sub-mode for others (atomic op, shfl mode, vote mode, prmt mode, testp class)
   uint8_t bop = kNoBool;
   uint16_t flags = 0;  // Flag bits
-  uint8_t vec = 1;    // elements of a vector ld/st
+  uint8_t vec = 1;     // elements of a vector ld/st
   Space space = Space::Generic;
-  uint8_t size = 0;         // bytes per element of a memory access
-  uint8_t addr_bits = 64;   // width of the address register
+  uint8_t size = 0;        // bytes per element of a memory access
+  uint8_t addr_bits = 64;  // width of the address register
   bool guard_neg = false;
-  bool c_neg = false;       // setp/selp/vote: the predicate source is negated (!%p)
-  uint32_t guard = kNone;   // predicate index, or kNone
+  bool c_neg = false;                            // setp/selp/vote: the predicate source is negated (!%p)
+  uint32_t guard = kNone;                        // predicate index, or kNone
   uint32_t d[4] = {kNone, kNone, kNone, kNone};  // destination slots (predicate indices for predicate results)
   uint32_t s[4] = {kNone, kNone, kNone, kNone};  // source slots
-  uint32_t sp = kNone;      // a predicate source (setp's c, selp's c, vote's a, ...)
-  uint32_t base = kNone;    // the address register of a memory access, or kNone ([imm], [var])
-  int64_t offset = 0;       // address offset, or an immediate sub-operand
-  uint32_t target = 0;      // branch target (instruction index)
+  uint32_t sp = kNone;                           // a predicate source (setp's c, selp's c, vote's a, ...)
+  uint32_t base = kNone;                         // the address register of a memory access, or kNone ([imm], [var])
+  int64_t offset = 0;                            // address offset, or an immediate sub-operand
+  uint32_t target = 0;                           // branch target (instruction index)
   int line = 0;
 };
 
 // Special registers (%tid.x, ...) the entry reads; the executor fills their slots per block.
 enum class Sreg : uint8_t {
-  TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ, Laneid, Warpid, Nwarpid,
-  Smid, Nsmid, Gridid, LanemaskEq, LanemaskLe, LanemaskLt, LanemaskGe, LanemaskGt, TotalSmem, DynamicSmem,
-  ClusterCtaidX, ClusterCtaidY, ClusterCtaidZ, ClusterNctaidX, ClusterNctaidY, ClusterNctaidZ, ClusteridX, ClusteridY,
-  ClusteridZ, NclusteridX, NclusteridY, NclusteridZ, ClusterCtarank, ClusterNctarank,
+  TidX,
+  TidY,
+  TidZ,
+  NtidX,
+  NtidY,
+  NtidZ,
+  CtaidX,
+  CtaidY,
+  CtaidZ,
+  NctaidX,
+  NctaidY,
+  NctaidZ,
+  Laneid,
+  Warpid,
+  Nwarpid,
+  Smid,
+  Nsmid,
+  Gridid,
+  LanemaskEq,
+  LanemaskLe,
+  LanemaskLt,
+  LanemaskGe,
+  LanemaskGt,
+  TotalSmem,
+  DynamicSmem,
+  ClusterCtaidX,
+  ClusterCtaidY,
+  ClusterCtaidZ,
+  ClusterNctaidX,
+  ClusterNctaidY,
+  ClusterNctaidZ,
+  ClusteridX,
+  ClusteridY,
+  ClusteridZ,
+  NclusteridX,
+  NclusteridY,
+  NclusteridZ,
+  ClusterCtarank,
+  ClusterNctarank,
 };
 
 struct Code {
   std::string name;
   std::vector<Inst> insts;
-  std::vector<std::string> text;   // each instruction as written (for faults)
-  uint32_t slots = 0;              // register slots: registers, then specials, then constants
-  uint32_t reg_slots = 0;          // slots [0, reg_slots) are zeroed per block
-  std::vector<std::pair<uint32_t, Sreg>> specials;  // slot, register
+  std::vector<std::string> text;                         // each instruction as written (for faults)
+  uint32_t slots = 0;                                    // register slots: registers, then specials, then constants
+  uint32_t reg_slots = 0;                                // slots [0, reg_slots) are zeroed per block
+  std::vector<std::pair<uint32_t, Sreg>> specials;       // slot, register
   std::vector<std::pair<uint32_t, uint64_t>> constants;  // slot, value
-  uint32_t preds = 0;              // predicate registers (incl. the constant ones)
+  uint32_t preds = 0;                                    // predicate registers (incl. the constant ones)
   std::vector<std::pair<uint32_t, bool>> const_preds;
-  uint32_t cc_slot = kNone;        // the carry flag of add.cc/addc, when used
-  uint32_t sink_slot = kNone;      // where `_` results go
+  uint32_t cc_slot = kNone;    // the carry flag of add.cc/addc, when used
+  uint32_t sink_slot = kNone;  // where `_` results go
 };
 
 }  // namespace ugpu::emu::nv::detail

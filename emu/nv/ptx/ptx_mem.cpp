@@ -43,7 +43,8 @@ uint8_t* shared_ptr(Warp& w, const Inst& in, int lane, uint64_t off, unsigned by
   Block& b = *w.block;
   if (off & (bytes - 1)) memory_fault(w, in, lane, off, bytes, acc, Space::Shared, "misaligned address");
   if (off >= b.shared.size() || bytes > b.shared.size() - off)
-    memory_fault(w, in, lane, off, bytes, acc, Space::Shared, "past the end of the block's " + std::to_string(b.shared.size()) + "-byte shared memory");
+    memory_fault(w, in, lane, off, bytes, acc, Space::Shared,
+                 "past the end of the block's " + std::to_string(b.shared.size()) + "-byte shared memory");
   return b.shared.data() + off;
 }
 
@@ -214,7 +215,8 @@ U atomic_apply(U* p, const Inst& in, U b, U c) {
           else next = static_cast<U>(old + b);
         }
         break;
-      case kAtomMin: case kAtomMax: {
+      case kAtomMin:
+      case kAtomMax: {
         bool less;
         if (is_signed(in.type)) less = static_cast<std::make_signed_t<U>>(old) < static_cast<std::make_signed_t<U>>(b);
         else less = old < b;
@@ -241,7 +243,8 @@ void atom(Warp& w, const Inst& in, uint32_t m) {
   for_lanes(m, [&](int l) {  // lanes in order, each atomically
     uint8_t* p = resolve<S>(w, in, l, address(in, base, l), in.size, Access::Atomic);
     uint64_t old;
-    if (in.size == 4) old = atomic_apply<uint32_t>(reinterpret_cast<uint32_t*>(p), in, static_cast<uint32_t>(b[l]), c ? static_cast<uint32_t>(c[l]) : 0);
+    if (in.size == 4)
+      old = atomic_apply<uint32_t>(reinterpret_cast<uint32_t*>(p), in, static_cast<uint32_t>(b[l]), c ? static_cast<uint32_t>(c[l]) : 0);
     else old = atomic_apply<uint64_t>(reinterpret_cast<uint64_t*>(p), in, b[l], c ? c[l] : 0);
     if (d) d[l] = is_signed(in.type) && in.size == 4 ? static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(old))) : old;
   });
@@ -295,10 +298,26 @@ inline uint32_t member_mask(Warp& w, const Inst& in, uint32_t m) {
 void vote(Warp& w, const Inst& in, uint32_t m) {
   const uint32_t act = m & member_mask(w, in, m), a = pred_operand(w, in) & act;
   switch (in.cmp) {
-    case 0: { const uint32_t r = a == act ? ~0u : 0; w.p[in.d[0]] = (w.p[in.d[0]] & ~m) | (r & m); break; }                    // all
-    case 1: { const uint32_t r = a != 0 ? ~0u : 0; w.p[in.d[0]] = (w.p[in.d[0]] & ~m) | (r & m); break; }                      // any
-    case 2: { const uint32_t r = (a == act || a == 0) ? ~0u : 0; w.p[in.d[0]] = (w.p[in.d[0]] & ~m) | (r & m); break; }        // uni
-    default: { uint64_t* d = slot(w, in.d[0]); for_lanes(m, [&](int l) { d[l] = a; }); break; }                                // ballot
+    case 0: {
+      const uint32_t r = a == act ? ~0u : 0;
+      w.p[in.d[0]] = (w.p[in.d[0]] & ~m) | (r & m);
+      break;
+    }  // all
+    case 1: {
+      const uint32_t r = a != 0 ? ~0u : 0;
+      w.p[in.d[0]] = (w.p[in.d[0]] & ~m) | (r & m);
+      break;
+    }  // any
+    case 2: {
+      const uint32_t r = (a == act || a == 0) ? ~0u : 0;
+      w.p[in.d[0]] = (w.p[in.d[0]] & ~m) | (r & m);
+      break;
+    }  // uni
+    default: {
+      uint64_t* d = slot(w, in.d[0]);
+      for_lanes(m, [&](int l) { d[l] = a; });
+      break;
+    }  // ballot
   }
 }
 
@@ -315,7 +334,10 @@ void redux(Warp& w, const Inst& in, uint32_t m) {
   bool first = true;
   for_lanes(act, [&](int l) {
     const uint32_t v = static_cast<uint32_t>(a[l]);
-    if (first) { r = v, first = false; return; }
+    if (first) {
+      r = v, first = false;
+      return;
+    }
     switch (in.cmp) {
       case 0: r += v; break;
       case 1: r = sign ? static_cast<uint32_t>(std::min(static_cast<int32_t>(r), static_cast<int32_t>(v))) : std::min(r, v); break;
@@ -351,9 +373,18 @@ ExecFn by_space(Space s, auto... args) {
     default: return nullptr;
   }
 }
-template <Space S> struct LdP { static ExecFn get(unsigned size, bool sign) { return pick_ld<S>(size, sign); } };
-template <Space S> struct StP { static ExecFn get(unsigned size) { return pick_st<S>(size); } };
-template <Space S> struct AtomP { static ExecFn get() { return &atom<S>; } };
+template <Space S>
+struct LdP {
+  static ExecFn get(unsigned size, bool sign) { return pick_ld<S>(size, sign); }
+};
+template <Space S>
+struct StP {
+  static ExecFn get(unsigned size) { return pick_st<S>(size); }
+};
+template <Space S>
+struct AtomP {
+  static ExecFn get() { return &atom<S>; }
+};
 
 }  // namespace
 
@@ -367,12 +398,14 @@ std::string bind_mem(Inst& in) {
       if (in.space == Space::Param || in.space == Space::Const) return "stores to the parameter or constant space are not allowed";
       in.fn = by_space<StP>(in.space, static_cast<unsigned>(in.size));
       break;
-    case Opc::Atom: case Opc::Red:
+    case Opc::Atom:
+    case Opc::Red:
       if (in.space == Space::Param || in.space == Space::Const || in.space == Space::Local) return "atomics work on global or shared memory only";
       if (in.size != 4 && in.size != 8) return "atomics on this type are not implemented";
       in.fn = by_space<AtomP>(in.space);
       break;
-    case Opc::Cvta: case Opc::CvtaTo:
+    case Opc::Cvta:
+    case Opc::CvtaTo:
       if (in.space != Space::Shared && in.space != Space::Local && in.space != Space::Global)
         return std::string("cvta for the .") + name(in.space) + " space is not implemented";
       in.fn = &cvta;
@@ -381,7 +414,9 @@ std::string bind_mem(Inst& in) {
     case Opc::Vote: in.fn = &vote; break;
     case Opc::Activemask: in.fn = &activemask; break;
     case Opc::Redux: in.fn = &redux; break;
-    case Opc::Clock: case Opc::Clock64: case Opc::GlobalTimer: in.fn = &clock; break;
+    case Opc::Clock:
+    case Opc::Clock64:
+    case Opc::GlobalTimer: in.fn = &clock; break;
     case Opc::Nop: in.fn = &nop; break;
     default: return "not a memory or warp instruction";
   }

@@ -19,16 +19,30 @@ namespace detail {
 int bits(T t) {
   switch (t) {
     case T::Pred: return 1;
-    case T::B8: case T::U8: case T::S8: return 8;
-    case T::B16: case T::U16: case T::S16: case T::F16: case T::BF16: return 16;
-    case T::B32: case T::U32: case T::S32: case T::F32: case T::F16x2: case T::BF16x2: return 32;
-    case T::B64: case T::U64: case T::S64: case T::F64: return 64;
+    case T::B8:
+    case T::U8:
+    case T::S8: return 8;
+    case T::B16:
+    case T::U16:
+    case T::S16:
+    case T::F16:
+    case T::BF16: return 16;
+    case T::B32:
+    case T::U32:
+    case T::S32:
+    case T::F32:
+    case T::F16x2:
+    case T::BF16x2: return 32;
+    case T::B64:
+    case T::U64:
+    case T::S64:
+    case T::F64: return 64;
     default: return 0;
   }
 }
 const char* name(T t) {
-  static const char* const names[] = {"", "pred", "b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
-                                      "f16", "f16x2", "bf16", "bf16x2", "f32", "f64"};
+  static const char* const names[] = {"",   "pred", "b8",  "b16", "b32", "b64",   "u8",   "u16",    "u32", "u64",
+                                      "s8", "s16",  "s32", "s64", "f16", "f16x2", "bf16", "bf16x2", "f32", "f64"};
   return names[static_cast<int>(t)];
 }
 const char* name(Space s) {
@@ -61,8 +75,14 @@ std::vector<Tok> lex(std::string_view src) {
   auto ident_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.'; };
   while (i < src.size()) {
     char c = src[i];
-    if (c == '\n') { ++line, ++i; continue; }
-    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
+    if (c == '\n') {
+      ++line, ++i;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
     if (c == '/' && i + 1 < src.size() && src[i + 1] == '/') {
       while (i < src.size() && src[i] != '\n') ++i;
       continue;
@@ -131,7 +151,9 @@ Number parse_number(const Tok& t, bool minus) {
     uint64_t v = 0;
     if (h.size() != static_cast<size_t>(digits)) fail(t.line, "malformed number '" + std::string(s) + "'");
     for (char c : h) {
-      int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::isxdigit(static_cast<unsigned char>(c)) ? (std::tolower(c) - 'a' + 10) : -1;
+      int d = std::isdigit(static_cast<unsigned char>(c))    ? c - '0'
+              : std::isxdigit(static_cast<unsigned char>(c)) ? (std::tolower(c) - 'a' + 10)
+                                                             : -1;
       if (d < 0) fail(t.line, "malformed number '" + std::string(s) + "'");
       v = v << 4 | static_cast<uint64_t>(d);
     }
@@ -221,17 +243,45 @@ struct SregName {
   Sreg reg;
 };
 constexpr SregName kSregs[] = {
-    {"%tid.x", Sreg::TidX}, {"%tid.y", Sreg::TidY}, {"%tid.z", Sreg::TidZ}, {"%ntid.x", Sreg::NtidX}, {"%ntid.y", Sreg::NtidY},
-    {"%ntid.z", Sreg::NtidZ}, {"%ctaid.x", Sreg::CtaidX}, {"%ctaid.y", Sreg::CtaidY}, {"%ctaid.z", Sreg::CtaidZ},
-    {"%nctaid.x", Sreg::NctaidX}, {"%nctaid.y", Sreg::NctaidY}, {"%nctaid.z", Sreg::NctaidZ}, {"%laneid", Sreg::Laneid},
-    {"%warpid", Sreg::Warpid}, {"%nwarpid", Sreg::Nwarpid}, {"%smid", Sreg::Smid}, {"%nsmid", Sreg::Nsmid}, {"%gridid", Sreg::Gridid},
-    {"%lanemask_eq", Sreg::LanemaskEq}, {"%lanemask_le", Sreg::LanemaskLe}, {"%lanemask_lt", Sreg::LanemaskLt},
-    {"%lanemask_ge", Sreg::LanemaskGe}, {"%lanemask_gt", Sreg::LanemaskGt}, {"%total_smem_size", Sreg::TotalSmem},
-    {"%dynamic_smem_size", Sreg::DynamicSmem}, {"%cluster_ctaid.x", Sreg::ClusterCtaidX}, {"%cluster_ctaid.y", Sreg::ClusterCtaidY},
-    {"%cluster_ctaid.z", Sreg::ClusterCtaidZ}, {"%cluster_nctaid.x", Sreg::ClusterNctaidX}, {"%cluster_nctaid.y", Sreg::ClusterNctaidY},
-    {"%cluster_nctaid.z", Sreg::ClusterNctaidZ}, {"%clusterid.x", Sreg::ClusteridX}, {"%clusterid.y", Sreg::ClusteridY},
-    {"%clusterid.z", Sreg::ClusteridZ}, {"%nclusterid.x", Sreg::NclusteridX}, {"%nclusterid.y", Sreg::NclusteridY},
-    {"%nclusterid.z", Sreg::NclusteridZ}, {"%cluster_ctarank", Sreg::ClusterCtarank}, {"%cluster_nctarank", Sreg::ClusterNctarank},
+    {"%tid.x", Sreg::TidX},
+    {"%tid.y", Sreg::TidY},
+    {"%tid.z", Sreg::TidZ},
+    {"%ntid.x", Sreg::NtidX},
+    {"%ntid.y", Sreg::NtidY},
+    {"%ntid.z", Sreg::NtidZ},
+    {"%ctaid.x", Sreg::CtaidX},
+    {"%ctaid.y", Sreg::CtaidY},
+    {"%ctaid.z", Sreg::CtaidZ},
+    {"%nctaid.x", Sreg::NctaidX},
+    {"%nctaid.y", Sreg::NctaidY},
+    {"%nctaid.z", Sreg::NctaidZ},
+    {"%laneid", Sreg::Laneid},
+    {"%warpid", Sreg::Warpid},
+    {"%nwarpid", Sreg::Nwarpid},
+    {"%smid", Sreg::Smid},
+    {"%nsmid", Sreg::Nsmid},
+    {"%gridid", Sreg::Gridid},
+    {"%lanemask_eq", Sreg::LanemaskEq},
+    {"%lanemask_le", Sreg::LanemaskLe},
+    {"%lanemask_lt", Sreg::LanemaskLt},
+    {"%lanemask_ge", Sreg::LanemaskGe},
+    {"%lanemask_gt", Sreg::LanemaskGt},
+    {"%total_smem_size", Sreg::TotalSmem},
+    {"%dynamic_smem_size", Sreg::DynamicSmem},
+    {"%cluster_ctaid.x", Sreg::ClusterCtaidX},
+    {"%cluster_ctaid.y", Sreg::ClusterCtaidY},
+    {"%cluster_ctaid.z", Sreg::ClusterCtaidZ},
+    {"%cluster_nctaid.x", Sreg::ClusterNctaidX},
+    {"%cluster_nctaid.y", Sreg::ClusterNctaidY},
+    {"%cluster_nctaid.z", Sreg::ClusterNctaidZ},
+    {"%clusterid.x", Sreg::ClusteridX},
+    {"%clusterid.y", Sreg::ClusteridY},
+    {"%clusterid.z", Sreg::ClusteridZ},
+    {"%nclusterid.x", Sreg::NclusteridX},
+    {"%nclusterid.y", Sreg::NclusteridY},
+    {"%nclusterid.z", Sreg::NclusteridZ},
+    {"%cluster_ctarank", Sreg::ClusterCtarank},
+    {"%cluster_nctarank", Sreg::ClusterNctarank},
 };
 
 // Modifiers of one instruction, taken one by one; what is left over is an error.
@@ -288,11 +338,39 @@ class Mods {
   // Cache, eviction and ordering hints that do not change what a single thread sees.
   void hints() {
     for (auto& x : m_) {
-      static const char* const ignored[] = {"weak", "volatile", "relaxed", "acquire", "release", "acq_rel", "sc", "cta", "gpu", "sys",
-                                            "cluster", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "L1::evict_normal",
-                                            "L1::evict_unchanged", "L1::evict_first", "L1::evict_last", "L1::no_allocate",
-                                            "L2::evict_normal", "L2::evict_first", "L2::evict_last", "L2::64B", "L2::128B", "L2::256B",
-                                            "aligned", "uni", "noftz"};
+      static const char* const ignored[] = {"weak",
+                                            "volatile",
+                                            "relaxed",
+                                            "acquire",
+                                            "release",
+                                            "acq_rel",
+                                            "sc",
+                                            "cta",
+                                            "gpu",
+                                            "sys",
+                                            "cluster",
+                                            "ca",
+                                            "cg",
+                                            "cs",
+                                            "lu",
+                                            "cv",
+                                            "wb",
+                                            "wt",
+                                            "nc",
+                                            "L1::evict_normal",
+                                            "L1::evict_unchanged",
+                                            "L1::evict_first",
+                                            "L1::evict_last",
+                                            "L1::no_allocate",
+                                            "L2::evict_normal",
+                                            "L2::evict_first",
+                                            "L2::evict_last",
+                                            "L2::64B",
+                                            "L2::128B",
+                                            "L2::256B",
+                                            "aligned",
+                                            "uni",
+                                            "noftz"};
       for (const char* s : ignored)
         if (x == s) x = {};
     }
@@ -308,7 +386,7 @@ class Mods {
   int line_;
 };
 
-constexpr uint32_t kTemp = 0x40000000u;     // constants and specials, renumbered after the registers
+constexpr uint32_t kTemp = 0x40000000u;    // constants and specials, renumbered after the registers
 constexpr uint32_t kMaxRegisters = 65536;  // each costs 256 bytes per warp
 constexpr uint32_t kSinkSlot = 0, kCarrySlot = 1, kFirstRegSlot = 2;
 constexpr uint32_t kFalsePred = 0, kTruePred = 1, kFirstPred = 2;
@@ -500,8 +578,8 @@ class Parser {
     while (!is("{")) {
       const Tok& d = next();
       if (d.s == ";") return;  // a declaration only
-      static const char* const perf[] = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".maxclusterrank",
-                                         ".reqnctapercluster", ".noreturn", ".explicitcluster", ".blocksareclusters"};
+      static const char* const perf[] = {".maxntid",        ".reqntid",           ".minnctapersm", ".maxnctapersm",    ".maxnreg",
+                                         ".maxclusterrank", ".reqnctapercluster", ".noreturn",     ".explicitcluster", ".blocksareclusters"};
       bool known = false;
       for (const char* s : perf) known |= d.s == s;
       if (d.s == ".pragma") {
@@ -567,9 +645,19 @@ class Parser {
       const Tok& t = peek();
       last_line_ = t.line;
       if (t.kind == Tok::End) fail(t.line, "unexpected end of the module inside an entry");
-      if (accept("{")) { ++depth; continue; }
-      if (accept("}")) { --depth; continue; }
-      if (t.kind == Tok::Ident && t.s == ".reg") { next(); registers(); continue; }
+      if (accept("{")) {
+        ++depth;
+        continue;
+      }
+      if (accept("}")) {
+        --depth;
+        continue;
+      }
+      if (t.kind == Tok::Ident && t.s == ".reg") {
+        next();
+        registers();
+        continue;
+      }
       if (t.kind == Tok::Ident && (t.s == ".shared" || t.s == ".local")) {
         next();
         variable(t.s == ".shared" ? Space::Shared : Space::Local, false, t.line, entry_shared_, entry_local_, entry_vars_);
@@ -582,8 +670,16 @@ class Parser {
         variable(Space::Shared, true, d.line, entry_shared_, entry_local_, entry_vars_);
         continue;
       }
-      if (t.kind == Tok::Ident && t.s == ".pragma") { next(); skip_to_semicolon(); continue; }
-      if (t.kind == Tok::Ident && (t.s == ".loc" || t.s == ".file")) { next(); skip_line(t.line); continue; }
+      if (t.kind == Tok::Ident && t.s == ".pragma") {
+        next();
+        skip_to_semicolon();
+        continue;
+      }
+      if (t.kind == Tok::Ident && (t.s == ".loc" || t.s == ".file")) {
+        next();
+        skip_line(t.line);
+        continue;
+      }
       if (t.kind == Tok::Ident && t.s.starts_with(".")) fail(t.line, "unknown or unsupported directive '" + std::string(t.s) + "' in an entry");
       if (t.kind == Tok::Ident && is(":", 1)) {
         std::string label(t.s);
@@ -618,8 +714,7 @@ class Parser {
       };
       if (ranged)
         for (uint64_t i = 0; i < count; ++i) add(std::string(n.s) + std::to_string(i));
-      else
-        add(std::string(n.s));
+      else add(std::string(n.s));
     } while (accept(","));
     expect(";");
   }
@@ -732,7 +827,8 @@ class Parser {
       case Opd::Reg: {
         if (const Reg* r = find_reg(o.name)) {
           if (r->pred) fail(o.line, "predicate " + std::string(o.name) + " used where a ." + name(t) + " value is expected");
-          if (r->bits < bits(t)) fail(o.line, "register " + std::string(o.name) + " (" + std::to_string(r->bits) + " bits) is narrower than the ." + name(t) + " operand");
+          if (r->bits < bits(t))
+            fail(o.line, "register " + std::string(o.name) + " (" + std::to_string(r->bits) + " bits) is narrower than the ." + name(t) + " operand");
           return r->index;
         }
         if (auto s = special(o.name)) {
@@ -742,8 +838,7 @@ class Parser {
           code_.specials.push_back({slot, *s});
           return slot;
         }
-        if (o.name == "%clock" || o.name == "%clock64" || o.name == "%globaltimer")
-          fail(o.line, std::string(o.name) + " can only be read by mov");
+        if (o.name == "%clock" || o.name == "%clock64" || o.name == "%globaltimer") fail(o.line, std::string(o.name) + " can only be read by mov");
         fail(o.line, "undeclared register " + std::string(o.name));
       }
       case Opd::Imm: return constant(immediate(o.num, t, o.line));
@@ -760,9 +855,11 @@ class Parser {
     if (o.kind == Opd::Sink) return kSinkSlot;
     if (o.kind != Opd::Reg) fail(o.line, "the destination must be a register");
     const Reg* r = find_reg(o.name);
-    if (!r) fail(o.line, special(o.name) ? "special register " + std::string(o.name) + " is read-only" : "undeclared register " + std::string(o.name));
+    if (!r)
+      fail(o.line, special(o.name) ? "special register " + std::string(o.name) + " is read-only" : "undeclared register " + std::string(o.name));
     if (r->pred) fail(o.line, "predicate " + std::string(o.name) + " used where a ." + name(t) + " register is expected");
-    if (r->bits < bits(t)) fail(o.line, "register " + std::string(o.name) + " (" + std::to_string(r->bits) + " bits) is narrower than the ." + name(t) + " result");
+    if (r->bits < bits(t))
+      fail(o.line, "register " + std::string(o.name) + " (" + std::to_string(r->bits) + " bits) is narrower than the ." + name(t) + " result");
     return r->index;
   }
   uint32_t pred_of(std::string_view n, int line) {
@@ -793,7 +890,8 @@ class Parser {
       return;
     }
     if (const Var* v = var(o.name)) {
-      if (v->space != space) fail(o.line, std::string(name(v->space)) + " variable " + std::string(o.name) + " accessed as ." + name(space) + " (give the state space)");
+      if (v->space != space)
+        fail(o.line, std::string(name(v->space)) + " variable " + std::string(o.name) + " accessed as ." + name(space) + " (give the state space)");
       in.offset += var_offset(*v);
       return;
     }
@@ -875,25 +973,82 @@ class Parser {
     // Every instruction the parser accepts. Sorted by name, so a binary search finds the builder; a row per mnemonic
     // (not per family) so that this is the one list of what exists.
     static constexpr Mnemonic kMnemonics[] = {
-        {"abs", &Parser::abs_neg}, {"activemask", &Parser::activemask}, {"add", &Parser::add_sub}, {"addc", &Parser::add_sub},
-        {"and", &Parser::logic}, {"atom", &Parser::atomic}, {"bar", &Parser::barrier}, {"barrier", &Parser::barrier},
-        {"bfe", &Parser::bfe}, {"bfi", &Parser::bfi}, {"bfind", &Parser::bfind}, {"bmsk", &Parser::bmsk_szext},
-        {"bra", &Parser::branch}, {"brev", &Parser::brev}, {"brkpt", &Parser::trap}, {"brx", &Parser::branch},
-        {"clz", &Parser::popc_clz}, {"cnot", &Parser::logic}, {"copysign", &Parser::copysign}, {"cos", &Parser::sfu},
-        {"cvt", &Parser::cvt}, {"cvta", &Parser::cvta}, {"div", &Parser::div_rem}, {"dp2a", &Parser::dp4a_dp2a},
-        {"dp4a", &Parser::dp4a_dp2a}, {"ex2", &Parser::sfu}, {"exit", &Parser::ret_exit}, {"fence", &Parser::fence},
-        {"fma", &Parser::fma}, {"ld", &Parser::memory}, {"ldu", &Parser::memory}, {"lg2", &Parser::sfu},
-        {"lop3", &Parser::lop3}, {"mad", &Parser::mul_mad}, {"mad24", &Parser::mul24_mad24}, {"max", &Parser::min_max},
-        {"membar", &Parser::fence}, {"min", &Parser::min_max}, {"mov", &Parser::mov}, {"mul", &Parser::mul_mad},
-        {"mul24", &Parser::mul24_mad24}, {"nanosleep", &Parser::nop_hint}, {"neg", &Parser::abs_neg}, {"not", &Parser::logic},
-        {"or", &Parser::logic}, {"pmevent", &Parser::nop_hint}, {"popc", &Parser::popc_clz}, {"prefetch", &Parser::prefetch},
-        {"prefetchu", &Parser::prefetch}, {"prmt", &Parser::prmt}, {"rcp", &Parser::sfu}, {"red", &Parser::atomic},
-        {"redux", &Parser::redux}, {"rem", &Parser::div_rem}, {"ret", &Parser::ret_exit}, {"rsqrt", &Parser::sfu},
-        {"sad", &Parser::sad}, {"selp", &Parser::selp}, {"set", &Parser::setp_set}, {"setp", &Parser::setp_set},
-        {"shf", &Parser::shf}, {"shfl", &Parser::shfl}, {"shl", &Parser::shl_shr}, {"shr", &Parser::shl_shr},
-        {"sin", &Parser::sfu}, {"slct", &Parser::slct}, {"sqrt", &Parser::sfu}, {"st", &Parser::memory},
-        {"sub", &Parser::add_sub}, {"subc", &Parser::add_sub}, {"szext", &Parser::bmsk_szext}, {"tanh", &Parser::sfu},
-        {"testp", &Parser::testp}, {"trap", &Parser::trap}, {"vote", &Parser::vote}, {"xor", &Parser::logic},
+        {"abs", &Parser::abs_neg},
+        {"activemask", &Parser::activemask},
+        {"add", &Parser::add_sub},
+        {"addc", &Parser::add_sub},
+        {"and", &Parser::logic},
+        {"atom", &Parser::atomic},
+        {"bar", &Parser::barrier},
+        {"barrier", &Parser::barrier},
+        {"bfe", &Parser::bfe},
+        {"bfi", &Parser::bfi},
+        {"bfind", &Parser::bfind},
+        {"bmsk", &Parser::bmsk_szext},
+        {"bra", &Parser::branch},
+        {"brev", &Parser::brev},
+        {"brkpt", &Parser::trap},
+        {"brx", &Parser::branch},
+        {"clz", &Parser::popc_clz},
+        {"cnot", &Parser::logic},
+        {"copysign", &Parser::copysign},
+        {"cos", &Parser::sfu},
+        {"cvt", &Parser::cvt},
+        {"cvta", &Parser::cvta},
+        {"div", &Parser::div_rem},
+        {"dp2a", &Parser::dp4a_dp2a},
+        {"dp4a", &Parser::dp4a_dp2a},
+        {"ex2", &Parser::sfu},
+        {"exit", &Parser::ret_exit},
+        {"fence", &Parser::fence},
+        {"fma", &Parser::fma},
+        {"ld", &Parser::memory},
+        {"ldu", &Parser::memory},
+        {"lg2", &Parser::sfu},
+        {"lop3", &Parser::lop3},
+        {"mad", &Parser::mul_mad},
+        {"mad24", &Parser::mul24_mad24},
+        {"max", &Parser::min_max},
+        {"membar", &Parser::fence},
+        {"min", &Parser::min_max},
+        {"mov", &Parser::mov},
+        {"mul", &Parser::mul_mad},
+        {"mul24", &Parser::mul24_mad24},
+        {"nanosleep", &Parser::nop_hint},
+        {"neg", &Parser::abs_neg},
+        {"not", &Parser::logic},
+        {"or", &Parser::logic},
+        {"pmevent", &Parser::nop_hint},
+        {"popc", &Parser::popc_clz},
+        {"prefetch", &Parser::prefetch},
+        {"prefetchu", &Parser::prefetch},
+        {"prmt", &Parser::prmt},
+        {"rcp", &Parser::sfu},
+        {"red", &Parser::atomic},
+        {"redux", &Parser::redux},
+        {"rem", &Parser::div_rem},
+        {"ret", &Parser::ret_exit},
+        {"rsqrt", &Parser::sfu},
+        {"sad", &Parser::sad},
+        {"selp", &Parser::selp},
+        {"set", &Parser::setp_set},
+        {"setp", &Parser::setp_set},
+        {"shf", &Parser::shf},
+        {"shfl", &Parser::shfl},
+        {"shl", &Parser::shl_shr},
+        {"shr", &Parser::shl_shr},
+        {"sin", &Parser::sfu},
+        {"slct", &Parser::slct},
+        {"sqrt", &Parser::sfu},
+        {"st", &Parser::memory},
+        {"sub", &Parser::add_sub},
+        {"subc", &Parser::add_sub},
+        {"szext", &Parser::bmsk_szext},
+        {"tanh", &Parser::sfu},
+        {"testp", &Parser::testp},
+        {"trap", &Parser::trap},
+        {"vote", &Parser::vote},
+        {"xor", &Parser::logic},
     };
     // Strictly increasing: a row out of order would be missed by the search, a repeated name would hide one builder.
     static_assert(std::ranges::adjacent_find(kMnemonics, std::ranges::greater_equal{}, &Mnemonic::name) == std::ranges::end(kMnemonics),
@@ -1122,8 +1277,14 @@ class Parser {
     if (m.take("approx")) in.flags |= kApprox;
     ftz_sat(in, m);
     in.type = m.type();
-    const Opc o = base == "rcp" ? Opc::Rcp : base == "sqrt" ? Opc::Sqrt : base == "rsqrt" ? Opc::Rsqrt : base == "sin" ? Opc::Sin
-                  : base == "cos" ? Opc::Cos : base == "lg2" ? Opc::Lg2 : base == "ex2" ? Opc::Ex2 : Opc::Tanh;
+    const Opc o = base == "rcp"     ? Opc::Rcp
+                  : base == "sqrt"  ? Opc::Sqrt
+                  : base == "rsqrt" ? Opc::Rsqrt
+                  : base == "sin"   ? Opc::Sin
+                  : base == "cos"   ? Opc::Cos
+                  : base == "lg2"   ? Opc::Lg2
+                  : base == "ex2"   ? Opc::Ex2
+                                    : Opc::Tanh;
     if ((o == Opc::Rcp || o == Opc::Sqrt) && in.rnd == kNoRnd && !(in.flags & kApprox))
       fail(line, std::string(op) + " needs .rn/.rz/.rm/.rp or .approx");
     if (o != Opc::Rcp && o != Opc::Sqrt && !(in.flags & kApprox)) fail(line, std::string(op) + " exists only as .approx");
@@ -1150,7 +1311,8 @@ class Parser {
   // setp writes a predicate (or a pair, p|q); set writes a value of its first type.
   void setp_set(Inst& in, std::string_view base, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
     const int line = in.line;
-    static const char* const cmps[] = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
+    static const char* const cmps[] = {"eq", "ne",  "lt",  "le",  "gt",  "ge",  "lo",  "ls",  "hi",
+                                       "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
     static const char* const bops[] = {"", "and", "or", "xor"};
     int c = m.take_any(cmps);
     if (c < 0) fail(line, std::string(op) + " needs a comparison");
@@ -1425,8 +1587,7 @@ class Parser {
     const bool df = is_float(in.type), sf = is_float(in.type2);
     if (sf && !df && !integral) fail(line, "cvt from a float to an integer needs .rni, .rzi, .rmi or .rpi");
     if (!sf && df && in.rnd == kNoRnd) fail(line, "cvt from an integer to a float needs .rn, .rz, .rm or .rp");
-    if (sf && df && bits(in.type) < bits(in.type2) && in.rnd == kNoRnd && !integral)
-      fail(line, "cvt to a narrower float needs .rn, .rz, .rm or .rp");
+    if (sf && df && bits(in.type) < bits(in.type2) && in.rnd == kNoRnd && !integral) fail(line, "cvt to a narrower float needs .rn, .rz, .rm or .rp");
     if (!sf && !df && in.rnd != kNoRnd) fail(line, "cvt between integers takes no rounding modifier");
     in.op = Opc::Cvt;
     in.d[0] = dst(ops[0], in.type);
@@ -1467,7 +1628,8 @@ class Parser {
       if (store) in.s[0] = src(val, in.type);
       else in.d[0] = dst(val, in.type);
     } else {
-      if (val.kind != Opd::Vec || val.elems.size() != in.vec) fail(line, std::string(op) + ": expected {...} of " + std::to_string(in.vec) + " registers");
+      if (val.kind != Opd::Vec || val.elems.size() != in.vec)
+        fail(line, std::string(op) + ": expected {...} of " + std::to_string(in.vec) + " registers");
       for (size_t i = 0; i < in.vec; ++i) {
         if (store) in.s[i] = src(val.elems[i], in.type);
         else in.d[i] = dst(val.elems[i], in.type);

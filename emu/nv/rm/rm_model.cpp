@@ -32,11 +32,21 @@ std::string hex(uint64_t v) {
 }
 
 // The classes GH100 exposes that this model implements (a subset of gpuGetEngClassDescriptorList_GH100).
-constexpr uint32_t kClassList[] = {rm::NV01_ROOT_CLIENT,       rm::NV01_DEVICE_0,           rm::NV20_SUBDEVICE_0,
-                                   rm::NV01_MEMORY_SYSTEM,     rm::NV01_MEMORY_LOCAL_USER,  rm::NV01_MEMORY_VIRTUAL,
-                                   rm::NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, rm::GT200_DEBUGGER, rm::FERMI_CONTEXT_SHARE_A,
-                                   rm::FERMI_VASPACE_A,        rm::KEPLER_CHANNEL_GROUP_A,  rm::HOPPER_USERMODE_A,
-                                   rm::AMPERE_CHANNEL_GPFIFO_A, rm::HOPPER_CHANNEL_GPFIFO_A, rm::HOPPER_COMPUTE_A,
+constexpr uint32_t kClassList[] = {rm::NV01_ROOT_CLIENT,
+                                   rm::NV01_DEVICE_0,
+                                   rm::NV20_SUBDEVICE_0,
+                                   rm::NV01_MEMORY_SYSTEM,
+                                   rm::NV01_MEMORY_LOCAL_USER,
+                                   rm::NV01_MEMORY_VIRTUAL,
+                                   rm::NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
+                                   rm::GT200_DEBUGGER,
+                                   rm::FERMI_CONTEXT_SHARE_A,
+                                   rm::FERMI_VASPACE_A,
+                                   rm::KEPLER_CHANNEL_GROUP_A,
+                                   rm::HOPPER_USERMODE_A,
+                                   rm::AMPERE_CHANNEL_GPFIFO_A,
+                                   rm::HOPPER_CHANNEL_GPFIFO_A,
+                                   rm::HOPPER_COMPUTE_A,
                                    rm::HOPPER_DMA_COPY_A};
 
 enum class Kind { Client, Device, Subdevice, Virtual, VaSpace, Usermode, Memory, Tsg, CtxShare, Channel, Engine, Debugger };
@@ -90,10 +100,10 @@ struct Card : NvGpu, std::enable_shared_from_this<Card> {
   NvGpuConfig cfg;
   VirtualOs* os = nullptr;
   const rm::AbiBranch* abi = nullptr;
-  GpuMemory memory;   // pages and GPU mappings
-  UvmRanges ranges;   // the VA UVM manages, where RM memory is mapped
+  GpuMemory memory;  // pages and GPU mappings
+  UvmRanges ranges;  // the VA UVM manages, where RM memory is mapped
   FifoContext fifo;
-  std::mutex mu;  // the object tree
+  std::mutex mu;                                           // the object tree
   std::map<uint32_t, std::map<uint32_t, Object>> clients;  // client handle -> objects (the client itself included)
   uint32_t next_client = 0xc1d00000, next_handle = 0xcaf00000, next_token = 1;
   std::map<uint32_t, std::shared_ptr<Channel>> channels;  // by work-submit token
@@ -319,9 +329,9 @@ uint32_t Card::alloc_memory(uint32_t client, uint32_t parent, uint32_t handle, u
   bool vidmem = cls == rm::NV01_MEMORY_LOCAL_USER;
   uint32_t location = rm::NVOS32_ATTR_LOCATION.get(a->attr);
   if (vidmem != (location == rm::NVOS32_ATTR_LOCATION_VIDMEM)) return rm::NV_ERR_INVALID_ARGUMENT;
-  uint64_t page = rm::NVOS32_ATTR_PAGE_SIZE.get(a->attr) == rm::NVOS32_ATTR_PAGE_SIZE_HUGE ? 2u << 20
-                  : rm::NVOS32_ATTR_PAGE_SIZE.get(a->attr) == rm::NVOS32_ATTR_PAGE_SIZE_BIG   ? 64u << 10
-                                                                                               : 4096;
+  uint64_t page = rm::NVOS32_ATTR_PAGE_SIZE.get(a->attr) == rm::NVOS32_ATTR_PAGE_SIZE_HUGE  ? 2u << 20
+                  : rm::NVOS32_ATTR_PAGE_SIZE.get(a->attr) == rm::NVOS32_ATTR_PAGE_SIZE_BIG ? 64u << 10
+                                                                                            : 4096;
   uint64_t size = (a->size + page - 1) / page * page;
   if (vidmem && !memory.reserve_vram(size)) return rm::NV_ERR_NO_MEMORY;
   auto m = std::make_shared<RmMemory>();
@@ -643,7 +653,8 @@ int RmFile::ioctl(unsigned long request, void* arg) {
     }
     case rm::NV_ESC_RM_ALLOC_MEMORY:  // NV_ACTUAL_DEVICE_ONLY
       if (control_ || !exact(sizeof(rm::nv_ioctl_nvos02_parameters_with_fd))) return -EINVAL;
-      static_cast<rm::nv_ioctl_nvos02_parameters_with_fd*>(arg)->params.status = c.os_descriptor(*static_cast<rm::nv_ioctl_nvos02_parameters_with_fd*>(arg));
+      static_cast<rm::nv_ioctl_nvos02_parameters_with_fd*>(arg)->params.status =
+          c.os_descriptor(*static_cast<rm::nv_ioctl_nvos02_parameters_with_fd*>(arg));
       return 0;
     default: break;
   }

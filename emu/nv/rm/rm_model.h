@@ -23,11 +23,11 @@ struct NvGpuConfig {
   std::string name = "NVIDIA H100 (emulated)";
   std::string driver_version = "580.105.08";  // what GET_BUILD_VERSION_V2 answers; it picks the struct layouts
   uint64_t vram_bytes = uint64_t{16} << 30;
-  uint32_t pci_device_id = 0x2330;           // GH100 SXM5
-  uint32_t gpu_id = 0x100;                   // RM's gpuId (card info)
-  uint32_t sm_version = 0x900;               // sm_90
+  uint32_t pci_device_id = 0x2330;  // GH100 SXM5
+  uint32_t gpu_id = 0x100;          // RM's gpuId (card info)
+  uint32_t sm_version = 0x900;      // sm_90
   uint32_t gpcs = 2, tpcs_per_gpc = 2, sms_per_tpc = 2, max_warps_per_sm = 64;
-  unsigned ptx_threads = 0;                  // host threads a launch may use; 0 = all
+  unsigned ptx_threads = 0;  // host threads a launch may use; 0 = all
 };
 
 struct NvGpuStats {
