@@ -31,7 +31,7 @@ constexpr uint64_t kSharedWindow = 0x7293'0000'0000ull, kLocalWindow = 0x7294'00
 }  // namespace
 
 const ArchFacts& arch_facts(const std::string& arch) {
-  // Parameter offsets measured with ptxas 13.0 (reference/nv-qcom-stack.md §0.3); the largest SM
+  // Parameter offsets as ptxas 13.0 places them (the .nv.info PARAM_CBANK of its cubins); the largest SM
   // shared-memory configuration per architecture (A100 164 KiB, Ada 100 KiB, H100 228 KiB).
   static const ArchFacts kFacts[] = {
       {"sm_80", 0x160, 164, 12}, {"sm_86", 0x160, 100, 12},  {"sm_89", 0x160, 100, 12},
