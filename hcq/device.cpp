@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/hex.h"
 #include "hcq/profiler.h"
 
 namespace ugpu::hcq {
@@ -18,11 +19,6 @@ std::chrono::milliseconds env_timeout() {
     if (end && *end == 0 && v > 0) return std::chrono::milliseconds(v);
   }
   return std::chrono::milliseconds(30000);
-}
-std::string hex(uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
 }
 }  // namespace
 

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/hex.h"
+
 namespace ugpu::sys {
 namespace {
 // Orders the caller's earlier stores before the device store that follows (see MappedMmio).
@@ -12,11 +14,6 @@ inline void store_order() {
 #else
   std::atomic_thread_fence(std::memory_order_release);  // x86: a compiler barrier, uncached stores stay in order
 #endif
-}
-std::string hex(uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
 }
 }  // namespace
 

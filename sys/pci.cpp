@@ -8,6 +8,8 @@
 #include <charconv>
 #include <sstream>
 
+#include "common/hex.h"
+
 namespace ugpu::sys {
 namespace {
 constexpr uint32_t kCommand = 0x04;                              // config-space command register
@@ -16,11 +18,6 @@ constexpr uint64_t kResourceIo = 0x100;                          // IORESOURCE_I
 constexpr size_t kPage = 4096, kHugePage = 2 << 20;
 constexpr uint32_t kConfigRegion = VFIO_PCI_CONFIG_REGION_INDEX;
 
-std::string hex(uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
-}
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 std::string dir_of(const std::string& addr) { return std::string(kPciSysfs) + "/" + addr; }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/hex.h"
 #include "drivers/nv/internal.h"
 #include "hw/nv/rm_abi.h"
 #include "ir/text.h"
@@ -19,12 +20,6 @@ namespace rm = hw::nv;
 namespace m = hw::nv;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 constexpr uint64_t kSharedWindow = 0x7293'0000'0000ull, kLocalWindow = 0x7294'0000'0000ull;  // 4 GiB aligned, above every buffer
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/hex.h"
 #include "hw/amd/gfx11_regs.h"
 #include "hw/amd/pm4.h"
 #include "hw/amd/sdma6_packets.h"
@@ -16,11 +17,6 @@ using hw::amd::DecodedPacket;
 using hw::amd::Engine;
 
 namespace {
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 template <class T>
 void store(uint8_t* p, T v) {
   __atomic_store_n(reinterpret_cast<T*>(p), v, __ATOMIC_RELEASE);

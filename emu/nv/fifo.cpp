@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/hex.h"
 #include "hw/nv/qmd_launch.h"
 
 namespace ugpu::emu::nv {
@@ -12,12 +13,6 @@ namespace hwnv = hw::nv;
 using hwnv::MethodWrite;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // Robust-channel error codes RM reports in the error notifier's info32 (nverror.h).
 constexpr uint32_t kRcGrException = 13, kRcMmuFault = 31, kRcPbdmaError = 32;

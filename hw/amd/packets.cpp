@@ -2,18 +2,13 @@
 
 #include <cstdio>
 
+#include "common/hex.h"
 #include "hw/amd/gfx11_regs.h"
 #include "hw/amd/pm4.h"
 #include "hw/amd/sdma6_packets.h"
 
 namespace ugpu::hw::amd {
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // Names for the values of a few fields, so a bring-up engineer reads "GEQUAL", not "5".
 const char* value_name(const PacketFormat& f, const PacketField& field, uint64_t v) {

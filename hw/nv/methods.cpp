@@ -2,15 +2,11 @@
 
 #include <cstdio>
 
+#include "common/hex.h"
+
 namespace ugpu::hw::nv {
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 constexpr MethodField kSetObject[] = {{"nvclass", 0, 16}, {"engine", 16, 5}};
 constexpr MethodField kSemAddrLo[] = {{"offset", 0, 32}};

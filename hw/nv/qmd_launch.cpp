@@ -4,16 +4,11 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/hex.h"
 
 namespace ugpu::hw::nv {
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // Where each part of a launch lives in one layout: field names, and the shift of address/size fields
 // that hold a value in units (`_shifted6` = 64-byte units).

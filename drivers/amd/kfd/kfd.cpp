@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codegen/target.h"
+#include "common/hex.h"
 #include "hw/amd/kfd.h"
 
 namespace ugpu::amd {
@@ -24,11 +25,6 @@ namespace {
 constexpr uint32_t kMinMinor = 11;  // KFD 1.11: Linux 6.1, what Debian 12 ships
 const char* kTopology = "/sys/devices/virtual/kfd/kfd/topology/nodes";
 
-std::string hex(uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
-}
 std::map<std::string, uint64_t> parse_properties(const std::string& text) {
   std::map<std::string, uint64_t> out;
   std::istringstream in(text);

@@ -8,18 +8,13 @@
 #include <cstring>
 #include <vector>
 
+#include "common/hex.h"
 #include "hw/nv/rm_branch.h"
 
 namespace ugpu::nv {
 namespace rm = hw::nv;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // GPU addresses ugpu hands out: CPU-visible memory must sit below 2^40 (SEND_PCAS_A takes a QMD
 // address >> 8 in 32 bits, GPFIFO entries and semaphores take 40 bits).

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/hex.h"
 #include "drivers/nv/rm/rm.h"
 #include "hw/nv/rm_branch.h"
 
@@ -18,12 +19,6 @@ namespace ugpu::nv {
 namespace rm = hw::nv;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // Classes by preference, newest first: the first the GPU lists is used.
 constexpr uint32_t kUsermode[] = {rm::BLACKWELL_USERMODE_A, rm::HOPPER_USERMODE_A, rm::AMPERE_USERMODE_A, rm::TURING_USERMODE_A};

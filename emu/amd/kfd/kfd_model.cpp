@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/hex.h"
 #include "emu/amd/engines.h"
 #include "emu/amd/kfd/kfd_memory.h"
 #include "hw/amd/kfd.h"
@@ -25,11 +26,6 @@ constexpr int kMmapTypeShift = 62, kMmapGpuShift = 46;
 constexpr uint64_t kMmapDoorbell = 3, kBufferOffsetShift = 40;  // render-node offsets: allocation id << 40
 constexpr uint32_t kNonSignalEventBase = 0x80000000u;
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 bool mapped_exactly(const std::shared_ptr<Allocation>& a, uint64_t va, uint64_t size) {
   return a && a->mapped && a->va == va / 4096 * 4096 && (size == 0 || a->size == size);
 }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/hex.h"
 #include "emu/amd/rdna3/inst.h"
 #include "emu/amd/rdna3/ops.h"
 #include "emu/amd/rdna3/wave.h"
@@ -69,12 +70,6 @@ void Executor::invalidate_code() {
 }
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // One dispatch's shared state.
 struct Run {

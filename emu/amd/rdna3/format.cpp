@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/hex.h"
 #include "emu/amd/rdna3/inst.h"
 #include "emu/amd/rdna3/wave.h"
 
@@ -26,12 +27,6 @@ std::string sgpr(unsigned code, unsigned count) {
 }
 
 std::string vgpr16(unsigned reg, bool hi) { return "v" + std::to_string(reg) + (hi ? ".h" : ".l"); }
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 std::string source(const Inst& in, int k) {
   Ty t = in.op ? in.op->src[k] : Ty::B32;

@@ -10,15 +10,11 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/hex.h"
 
 namespace ugpu::emu::nv::detail {
 namespace {
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 std::string triple(const std::array<uint32_t, 3>& v) {
   return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
 }

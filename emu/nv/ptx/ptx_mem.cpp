@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/hex.h"
 #include "emu/nv/ptx/ptx_exec.h"
 
 namespace ugpu::emu::nv::detail {
@@ -13,12 +14,6 @@ namespace {
 
 // Generic addresses in [window, window + kWindow) are shared (or local) memory.
 constexpr uint64_t kWindow = uint64_t{1} << 32;
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 uint8_t* global_ptr(Warp& w, const Inst& in, int lane, uint64_t addr, unsigned bytes, Access acc, Space reported) {
   Block& b = *w.block;

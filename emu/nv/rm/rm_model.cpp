@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/hex.h"
 #include "emu/nv/fifo.h"
 #include "emu/nv/rm/rm_memory.h"
 #include "hw/nv/methods.h"
@@ -24,12 +25,6 @@ namespace ugpu::emu::nv {
 namespace rm = hw::nv;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // The classes GH100 exposes that this model implements (a subset of gpuGetEngClassDescriptorList_GH100).
 constexpr uint32_t kClassList[] = {rm::NV01_ROOT_CLIENT,
