@@ -14,6 +14,7 @@
 #include "codegen/compiler.h"
 #include "common/error.h"
 #include "ir/text.h"
+#include "tools/args.h"
 
 namespace ugpu::tools {
 namespace {
@@ -78,7 +79,7 @@ int compile_command(const std::vector<std::string>& args) {
     else if (a == "-o") out_path = value("-o");
     else if (a == "--kernel") kernel_name = value("--kernel");
     else if (a == "--name") name = value("--name");
-    else if (a == "-O") opt = std::stoi(value("-O"));
+    else if (a == "-O") opt = static_cast<int>(parse_integer(value("-O"), "-O", 0, 3));
     else if (a.size() == 3 && a.rfind("-O", 0) == 0 && a[2] >= '0' && a[2] <= '3') opt = a[2] - '0';
     else if (a == "--no-cache") cache = false;
     else if (a == "-h" || a == "--help") {
@@ -143,6 +144,7 @@ int compile_command(const std::vector<std::string>& args) {
   } else {
     std::ofstream f(out_path, std::ios::binary);
     f << result;
+    f.close();  // a write error may only show when the buffer is flushed
     if (!f) throw Error("cannot write '" + out_path + "': " + std::strerror(errno));
   }
   if (!ck->note.empty() && emit != "info" && !emit.empty()) std::fprintf(stderr, "ugpu compile: note: %s\n", ck->note.c_str());

@@ -16,6 +16,7 @@
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
 #include "ir/text.h"
+#include "tools/args.h"
 #include "tools/compile.h"
 
 namespace ugpu::tools {
@@ -104,7 +105,7 @@ int decode_command(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--sdma") sdma = true;
     else if (args[i] == "--nv") nvidia = true;
-    else if (args[i] == "--qmd" && i + 1 < args.size()) qmd = std::atoi(args[++i].c_str());
+    else if (args[i] == "--qmd" && i + 1 < args.size()) qmd = static_cast<int>(parse_integer(args[++i], "--qmd (the QMD version)", 3, 5));
     else if (args[i] == "--kernel" && i + 1 < args.size()) kernel = args[++i];
     else if (args[i] == "--device" && i + 1 < args.size()) device = args[++i];
     else if (args[i] == "--help" || args[i] == "-h") return std::fputs(kDecodeUsage, stdout), 0;

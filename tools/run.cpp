@@ -5,6 +5,8 @@
 #include "drivers/devices.h"
 #include "hcq/profiler.h"
 #include "ir/text.h"
+#include "ir/verify.h"
+#include "tools/args.h"
 #include "tools/compile.h"
 #include "tools/demo.h"
 #include "tools/runner.h"
@@ -47,21 +49,17 @@ int run_command(const std::vector<std::string>& args) {
     };
     if (args[i] == "--device") device = value("--device");
     else if (args[i] == "--trace") trace = value("--trace");
-    else if (args[i] == "--seed") seed = std::strtoull(value("--seed").c_str(), nullptr, 10);
+    else if (args[i] == "--seed") seed = static_cast<uint64_t>(parse_integer(value("--seed"), "--seed", 0, INT64_MAX));
     else if (args[i] == "--var") {
       std::string v = value("--var");
       size_t eq = v.find('=');
-      char* end = nullptr;
-      long long x = eq == std::string::npos ? 0 : std::strtoll(v.c_str() + eq + 1, &end, 0);
-      if (eq == std::string::npos || !end || *end) throw Error("--var takes NAME=VALUE (an integer), not '" + v + "'");
-      vars[v.substr(0, eq)] = x;
+      if (eq == std::string::npos || eq == 0) throw Error("--var takes NAME=VALUE (an integer), not '" + v + "'");
+      vars[v.substr(0, eq)] = parse_integer(v.substr(eq + 1), "--var " + v.substr(0, eq), INT64_MIN, INT64_MAX);
     } else if (args[i] == "--size") {
       std::string v = value("--size");
-      char *e1 = nullptr, *e2 = nullptr;
-      long long slot = std::strtoll(v.c_str(), &e1, 10);
-      long long n = e1 && *e1 == '=' ? std::strtoll(e1 + 1, &e2, 0) : 0;
-      if (!e2 || *e2 || n < 1) throw Error("--size takes SLOT=ELEMENTS, not '" + v + "'");
-      sizes[slot] = n;
+      size_t eq = v.find('=');
+      if (eq == std::string::npos) throw Error("--size takes SLOT=ELEMENTS, not '" + v + "'");
+      sizes[parse_integer(v.substr(0, eq), "--size's SLOT", 0, INT64_MAX)] = parse_integer(v.substr(eq + 1), "--size's ELEMENTS", 1, INT64_MAX);
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::fputs(kRunUsage, stdout);
       return 0;
@@ -82,6 +80,7 @@ int run_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "%s:%d:%d: %s\n", file.c_str(), e.line, e.col, e.detail.c_str());
     return 1;
   }
+  ir::verify_or_throw(kernel);  // everything below reads the graph's shape
   drivers::DefaultDevice choice = device.empty() ? drivers::default_device() : drivers::DefaultDevice{device, "chosen with --device"};
   auto dev = drivers::open_device(choice.name);
   auto profiler = trace.empty() ? nullptr : std::make_shared<hcq::Profiler>();

@@ -1,6 +1,8 @@
 // The ugpu command-line program.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -61,9 +63,7 @@ int graph_command(const std::string& cmd, const std::vector<std::string>& args) 
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
@@ -95,5 +95,24 @@ int main(int argc, char** argv) {
   } catch (const ugpu::Error& e) {
     std::fprintf(stderr, "ugpu %s: %s\n", cmd.c_str(), e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "ugpu %s: out of memory\n", cmd.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ugpu %s: %s\n", cmd.c_str(), e.what());
+    return 1;
   }
+}
+
+}  // namespace
+
+// Every subcommand's output goes to stdout: a write that failed (a full disk, a closed pipe, /dev/full)
+// is an error exit, not a silent loss.
+int main(int argc, char** argv) {
+  int rc = run_main(argc, argv);
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "ugpu: writing the output failed: %s\n", std::strerror(errno));
+    return 1;
+  }
+  return rc;
 }

@@ -32,6 +32,13 @@ TEST_CASE("verify: each op's rules are checked") {
   CHECK(starts(problem(UOp::make(Op::FDIV, dt::int32, {i, i})), "FDIV: FDIV is for floats"));
   CHECK(starts(problem(UOp::make(Op::DEFINE_LOCAL, dt::float32.ptr(AddrSpace::Local), {}, Ints{0, 0})),
                "DEFINE_LOCAL: arg must be (id, element count)"));
+  // A define in the wrong address space is a problem named as such, not an exception from reading
+  // its argument as another define's (issue 18: `DEFINE_LOCAL:float* {(0, 64)}` aborted).
+  CHECK(
+      starts(problem(UOp::make(Op::DEFINE_LOCAL, dt::float32.ptr(), {}, Ints{0, 64})), "DEFINE_LOCAL: dtype must be a pointer in its address space"));
+  CHECK_THROWS_AS(verify_or_throw(parse("out = DEFINE_GLOBAL:float* {0}\ntmp = DEFINE_LOCAL:float* {(0, 64)}\n"
+                                        "SINK(STORE(INDEX:float*(out, 0), LOAD:float(INDEX:float*(tmp, 0))))")),
+                  VerifyError);
   CHECK(starts(problem(UOp::make(Op::FLOORMOD, dt::float32, {f, f})), "FLOORMOD: FLOORMOD is for integers"));
   CHECK(starts(problem(UOp::make(Op::SQRT, dt::int32, {i})), "SQRT: SQRT is for floats"));
   CHECK(starts(problem(UOp::make(Op::WHERE, dt::int32, {i, i, i})), "WHERE: condition must be bool"));
