@@ -48,6 +48,14 @@ UOp product(const std::vector<GlobalAxis>& axes) {
   for (size_t j = 1; j < axes.size(); ++j) p = p * axes[j].size;
   return simplify(p);
 }
+// The largest value that product can take, from each axis's own bound: multiplied with an overflow
+// check (INT64_MAX when it does not fit), since the product expression itself wraps in int64.
+int64_t product_max(const std::vector<GlobalAxis>& axes) {
+  int64_t m = 1;
+  for (const GlobalAxis& a : axes)
+    if (__builtin_mul_overflow(m, std::max<int64_t>(a.size.vmax(), 0), &m)) return INT64_MAX;
+  return m;
+}
 
 // Drops from each END the ranges that became ids; an END with none left is its value.
 const PatternMatcher& end_fixup() {
@@ -255,13 +263,14 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
       else dims.back().push_back(axes[i]);
     }
     bool fits = true;
-    for (size_t k = 0; k < dims.size(); ++k) fits = fits && product(dims[k]).vmax() <= t.max_grid[k];
+    for (size_t k = 0; k < dims.size(); ++k) fits = fits && product_max(dims[k]) <= t.max_grid[k];
     if (!fits) dims = {axes};
     for (size_t k = 0; k < dims.size(); ++k) {
       UOp size = product(dims[k]);
-      if (size.vmax() > t.max_grid[k])
-        throw Error("the grid is too large for " + std::string(t.name) + ": " + std::to_string(size.vmax()) + " workgroups in dimension " +
-                    std::to_string(k) + " (limit " + std::to_string(t.max_grid[k]) + ")");
+      if (int64_t most = product_max(dims[k]); most > t.max_grid[k])
+        throw Error("the grid is too large for " + std::string(t.name) + ": " +
+                    (most == INT64_MAX ? std::string("more than 2^63") : std::to_string(most)) + " workgroups in dimension " + std::to_string(k) +
+                    " (limit " + std::to_string(t.max_grid[k]) + ")");
       assign(dims[k], special("gidx" + std::to_string(k), size), repl);
       global_size[k] = size;
     }

@@ -1,6 +1,7 @@
 #include "hcq/device.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -11,14 +12,18 @@
 
 namespace ugpu::hcq {
 namespace {
+// UGPU_WAIT_TIMEOUT_MS, else 30 s. At most 10^9 ms (11.6 days), so a deadline `now + timeout` stays
+// far inside the clock's range; anything that is not such a number is an error, not a silent default.
 std::chrono::milliseconds env_timeout() {
+  constexpr long long kMaxMs = 1'000'000'000;
   const char* e = std::getenv("UGPU_WAIT_TIMEOUT_MS");
-  if (e && *e) {
-    char* end = nullptr;
-    long long v = std::strtoll(e, &end, 10);
-    if (end && *end == 0 && v > 0) return std::chrono::milliseconds(v);
-  }
-  return std::chrono::milliseconds(30000);
+  if (!e || !*e) return std::chrono::milliseconds(30000);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(e, &end, 10);
+  if (!end || *end || errno || v < 1 || v > kMaxMs)
+    throw Error(std::string("UGPU_WAIT_TIMEOUT_MS=") + e + ": a whole number of milliseconds from 1 to " + std::to_string(kMaxMs));
+  return std::chrono::milliseconds(v);
 }
 }  // namespace
 
@@ -68,7 +73,8 @@ void Device::sleep_for_progress(std::chrono::microseconds max) { std::this_threa
 void Device::wait(const Signal& s, uint64_t value, const std::string& what, std::chrono::milliseconds timeout) {
   if (s.value() >= value) return;
   using clock = std::chrono::steady_clock;
-  auto limit = timeout.count() > 0 ? timeout : timeout_;
+  // A caller's limit is capped where `now + limit` could leave the clock's range (about 11.6 days).
+  auto limit = std::min<std::chrono::milliseconds>(timeout.count() > 0 ? timeout : timeout_, std::chrono::milliseconds(1'000'000'000));
   // Spin for up to 50 us first: short work finishes without paying a sleep's wake-up latency.
   auto spin_until = clock::now() + std::chrono::microseconds(50);
   for (int spin = 0;; ++spin) {

@@ -2,6 +2,7 @@
 // a progress-aware timeout, buffers, copies through staging memory, synchronize, and the error state
 // a fault or hang leaves behind. A driver supplies queues, memory and the submission itself.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -134,7 +135,9 @@ class Device {
   void wait(const Signal& s, uint64_t value, const std::string& what, std::chrono::milliseconds timeout = {});
   void synchronize();  // every submitted piece of work has finished (or Timeout)
   std::chrono::milliseconds default_timeout() const { return timeout_; }
-  void set_default_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+  void set_default_timeout(std::chrono::milliseconds t) {
+    timeout_ = std::clamp<std::chrono::milliseconds>(t, std::chrono::milliseconds(1), std::chrono::milliseconds(1'000'000'000));
+  }
 
   // Host memory the device reaches directly (pinned, in CUDA's words): copies to and from it need no
   // staging. What the staging buffers are made of; the CPU device and by default: device memory.

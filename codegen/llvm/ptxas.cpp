@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "common/error.h"
 
@@ -36,7 +39,10 @@ std::string slurp(const fs::path& p) {
 struct TempDir {
   fs::path path;
   TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ugpu-ptxas-XXXXXX").string();
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    if (ec) throw Error("cannot create a temporary directory for ptxas: " + ec.message() + " (TMPDIR names no directory?)");
+    std::string tmpl = (base / "ugpu-ptxas-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw Error(std::string("cannot create a temporary directory for ptxas: ") + std::strerror(errno));
     path = tmpl;
   }
@@ -46,8 +52,22 @@ struct TempDir {
   }
 };
 
-// Runs argv with stdout and stderr into `log`; returns the exit status (-1 if it did not start).
+constexpr int kDidNotStart = -1, kTimedOut = -2;
+
+// How long ptxas may run: UGPU_PTXAS_TIMEOUT_S (1 to 86400), else 300 s.
+std::chrono::seconds ptxas_timeout() {
+  const char* e = std::getenv("UGPU_PTXAS_TIMEOUT_S");
+  if (!e || !*e) return std::chrono::seconds(300);
+  char* end = nullptr;
+  long long v = std::strtoll(e, &end, 10);
+  if (!end || *end || v < 1 || v > 86400) throw Error(std::string("UGPU_PTXAS_TIMEOUT_S=") + e + ": a whole number of seconds from 1 to 86400");
+  return std::chrono::seconds(v);
+}
+
+// Runs argv with stdout and stderr into `log`; returns the exit status, kDidNotStart, or kTimedOut
+// (the process was killed after ptxas_timeout()).
 int run(const std::vector<std::string>& argv, const fs::path& log) {
+  const auto deadline = std::chrono::steady_clock::now() + ptxas_timeout();
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -58,9 +78,18 @@ int run(const std::vector<std::string>& argv, const fs::path& log) {
   pid_t pid;
   int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  if (rc != 0) return kDidNotStart;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+      return kTimedOut;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
@@ -101,7 +130,10 @@ std::vector<uint8_t> run_ptxas(const std::string& ptxas, const std::string& ptx,
     if (!f) throw Error("cannot write PTX for ptxas to " + in.string());
   }
   int rc = run({ptxas, "-arch=" + arch, "-O3", in.string(), "-o", out.string()}, log);
-  if (rc == -1) throw Error("cannot run ptxas at " + ptxas);
+  if (rc == kDidNotStart) throw Error("cannot run ptxas at " + ptxas);
+  if (rc == kTimedOut)
+    throw Error("ptxas (" + ptxas + ") did not finish within " + std::to_string(ptxas_timeout().count()) +
+                " s and was stopped (UGPU_PTXAS_TIMEOUT_S sets the limit)");
   if (rc != 0) throw Error("ptxas (" + ptxas + ") rejected the PTX for " + arch + " (exit " + std::to_string(rc) + "):\n" + slurp(log));
   std::string bin = slurp(out);
   if (bin.empty()) throw Error("ptxas produced no cubin");

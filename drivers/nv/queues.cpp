@@ -84,6 +84,9 @@ class ComputeQueue final : public NvQueueBase {
       }
       d = codegen::launch_dims(p.kernel->kernel, vars);
     }
+    // An empty grid (a variable size of 0) launches nothing, as on every other device: no QMD, and
+    // the next launch chains to the previous one as if this one were not there.
+    if (d.global[0] == 0 || d.global[1] == 0 || d.global[2] == 0) return;
     std::array<uint32_t, 3> grid, block;
     for (int i = 0; i < 3; ++i) grid[i] = static_cast<uint32_t>(d.global[i]), block[i] = static_cast<uint32_t>(d.local[i]);
     if (d.local[0] * d.local[1] * d.local[2] > 1024) throw Error("kernel " + p.name + ": a block of more than 1024 threads");

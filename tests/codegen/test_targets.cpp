@@ -115,6 +115,20 @@ l = RANGE(2048) {0, LOCAL}
 SINK(END(STORE(INDEX:float*(out, l), 1.0), l))
 )");
   CHECK_THROWS_WITH(compile(big_local, find_target("sm_90")), doctest::Contains("workgroup is too large"));
+  // Three axes of 2^31: their product (2^93) wraps to 0 in int64; the grid check must not see a 0.
+  auto huge = kernel(R"(out = DEFINE_GLOBAL:float* {0}
+a = RANGE(2147483648) {0, GLOBAL}
+b = RANGE(2147483648) {1, GLOBAL}
+c = RANGE(2147483648) {2, GLOBAL}
+SINK(END(STORE(INDEX:float*(out, 0), 1.0), a, b, c))
+)");
+  CHECK_THROWS_WITH(compile(huge, find_target("sm_90")), doctest::Contains("the grid is too large"));
+  // gfx1100 counts 2^32-1 work-items per dimension: the three axes fit (x cut into 128-item groups),
+  // and the launch keeps every size, none wrapped.
+  LaunchDims amd = launch_dims(compile(huge, find_target("gfx1100"))->kernel, {});
+  CHECK(amd.global[0] * amd.local[0] == int64_t{1} << 31);
+  CHECK(amd.global[1] == int64_t{1} << 31);
+  CHECK(amd.global[2] == int64_t{1} << 31);
   auto shared = kernel(R"(out = DEFINE_GLOBAL:float* {0}
 tmp = DEFINE_LOCAL:float[local]* {(0, 20000)}
 l = RANGE(64) {0, LOCAL}

@@ -322,6 +322,8 @@ TEST_CASE("LDS and s_barrier: one wave writes, the other reads after the barrier
   amd::RunResult r = gpu.executor.run(dispatch_of(gpu, k, kernarg, {1, 1, 1}, {64, 1, 1}));
   REQUIRE(!r.fault);
   for (uint32_t i = 0; i < 64; ++i) CHECK(out[i] == (63 - i) * (63 - i));
+  // A grid whose workgroup count passes 2^64 is refused, not wrapped into a grid that runs nothing.
+  CHECK_THROWS_WITH(gpu.executor.run(dispatch_of(gpu, k, kernarg, {1u << 24, 1u << 31, 1u << 31}, {64, 1, 1})), doctest::Contains("more than 2^64"));
 }
 
 TEST_CASE("scratch: per-lane private memory; an access past the private segment faults") {

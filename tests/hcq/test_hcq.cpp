@@ -369,6 +369,30 @@ TEST_CASE("hcq: memory barriers order dependent kernels and copies") {
   });
 }
 
+TEST_CASE("hcq: an empty launch (a grid size of 0 from a variable) is a no-op on every device, between launches that run") {
+  static constexpr const char* kFill = R"(out = DEFINE_GLOBAL:int32* {0}
+n = DEFINE_VAR:index {"n", 0, 4096}
+i = RANGE(n) {0, GLOBAL}
+SINK(END(STORE(INDEX:int32*(out, i), CONST:int32 {7}), i))
+)";
+  each_device([](hcq::Device& dev) {
+    auto fill = drivers::load_kernel(dev, ir::parse(kFill), "fill");
+    hcq::Buffer a = dev.alloc(4 * 4096), b = dev.alloc(4 * 4096);
+    std::memset(a.host, 0, 4 * 4096), std::memset(b.host, 0, 4 * 4096);
+    uint64_t v = dev.next_timeline();
+    auto q = dev.compute_queue();
+    Val none[] = {a.va, uint64_t{0}}, some[] = {a.va, uint64_t{100}}, b_none[] = {b.va, uint64_t{0}};
+    q->wait(dev.timeline(), v - 1).exec(*fill, none).exec(*fill, some).exec(*fill, b_none).signal(dev.timeline(), v);
+    q->submit();
+    dev.synchronize();
+    CHECK(!dev.failed());
+    CHECK(ints(a)[0] == 7);
+    CHECK(ints(a)[99] == 7);
+    CHECK(ints(a)[100] == 0);
+    CHECK(ints(b)[0] == 0);
+  });
+}
+
 TEST_CASE("hcq: a graph of 100 kernels replays with new inputs by patching") {
   each_device([](hcq::Device& dev) {
     auto inc = add_one(dev);

@@ -258,7 +258,10 @@ RunResult Executor::run(const Dispatch& d, const RunOptions& o) {
   if (run.lds_bytes > 64 * 1024) throw Error("emulated dispatch: " + std::to_string(run.lds_bytes) + " bytes of LDS per workgroup (at most 65536)");
   run.scratch_per_lane = std::max(d.scratch_bytes_per_lane, d.descriptor.private_segment_fixed_size);
   run.vgprs = std::min<uint32_t>(256, (hw::amd::rsrc1::kVgprGranules.get(d.descriptor.compute_pgm_rsrc1) + 1) * 8);
-  run.total_groups = uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2];
+  // Three 32-bit counts can multiply past 2^64: refused, never wrapped into a grid that runs nothing.
+  if (__builtin_mul_overflow(uint64_t{d.workgroups[0]} * d.workgroups[1], uint64_t{d.workgroups[2]}, &run.total_groups))
+    throw Error("emulated dispatch: a grid of " + std::to_string(d.workgroups[0]) + " x " + std::to_string(d.workgroups[1]) + " x " +
+                std::to_string(d.workgroups[2]) + " workgroups has more than 2^64 of them");
   RunResult result;
   if (run.total_groups == 0) return result;
   unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
