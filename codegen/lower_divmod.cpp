@@ -35,9 +35,11 @@ UOp c(const UOp& like, int64_t v) { return UOp::const_int(like.dtype(), v); }
 // floor(x / d) for x >= 0 and a constant d > 1 that is not a power of two.
 UOp nonneg_div(const UOp& x, int64_t d) {
   if (auto mg = magic_divisor(d, x.vmax())) {
+    // The multiply-shift stays in x's own type only where the product fits it and the shift is less
+    // than its width (a shift by the width or more is poison in LLVM, and the store is dropped).
     int bits = x.dtype().bitsize();
-    bool narrow_ok =
-        static_cast<unsigned __int128>(mg->m) * static_cast<unsigned __int128>(x.vmax()) < (static_cast<unsigned __int128>(1) << (bits - 1));
+    bool narrow_ok = mg->s < bits && static_cast<unsigned __int128>(mg->m) * static_cast<unsigned __int128>(x.vmax()) <
+                                         (static_cast<unsigned __int128>(1) << (bits - 1));
     UOp w = narrow_ok ? x : x.cast(dtypes::int64);
     UOp q = UOp::alu(Op::SHR, {w * c(w, mg->m), c(w, mg->s)});
     return narrow_ok ? q : q.cast(x.dtype());

@@ -31,6 +31,26 @@ TEST_CASE("magic-number division equals floor division on the whole promised ran
   CHECK(!magic_divisor(7, -1));
 }
 
+TEST_CASE("magic-number division never shifts a narrow type by its width or more (issue 18: x % 2147483647 on int32)") {
+  // x < 17 with a divisor near the type's top: the magic shift is past the width, so the multiply
+  // and shift must happen in int64. Stored per element on a LOOP axis, as the failing kernels were.
+  for (auto [type, divisor] : {std::pair{"int32", "2147483647"}, std::pair{"int16", "30000"}, std::pair{"int8", "100"}}) {
+    CAPTURE(type);
+    std::string t = type;
+    auto k = kernel("out = DEFINE_GLOBAL:" + t + "* {0}\ni = RANGE(17) {0, LOOP}\n" + "SINK(END(STORE(INDEX:" + t + "*(out, i), (CAST:" + t +
+                    "(i) % CONST:" + t + " {" + divisor + "}) + (CAST:" + t + "(i) // CONST:" + t + " {" + divisor + "})), i))\n");
+    UOp lowered = lower(k, x86()).sink;
+    for (const UOp& u : lowered.toposort())
+      if (u.op() == ir::Op::SHR && u.src(1).is_const()) CHECK(u.src(1).const_int() < u.dtype().bitsize());
+    Buf out = Buf::zeros<int64_t>(17);
+    run_x86(k, {&out});
+    for (int64_t i = 0; i < 17; ++i) {
+      int64_t got = t == "int32" ? out.as<int32_t>(17)[i] : t == "int16" ? out.as<int16_t>(17)[i] : out.as<int8_t>(17)[i];
+      CHECK(got == i);  // i % d == i and i // d == 0 for every i < 17
+    }
+  }
+}
+
 TEST_CASE("index math narrows to int32 where bounds allow and widens where they do not") {
   auto k = kernel(R"(out = DEFINE_GLOBAL:float* {0}
 i = RANGE(70000) {0, LOOP}
