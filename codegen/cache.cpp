@@ -1,5 +1,7 @@
 #include "codegen/cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -39,6 +41,45 @@ std::string digest(const std::string& s) {
 void warn_once(const std::string& msg) {
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) std::cerr << "ugpu: warning: " << msg << " (continuing without the disk cache)\n";
+}
+
+// The field every entry carries: the key it was stored under. An entry found under another key (a
+// copied or shared cache directory) is refused: it would be another kernel's machine code.
+constexpr const char* kKeyField = "ugpu-cache-key";
+constexpr uint64_t kMaxEntryBytes = uint64_t{256} << 20;
+
+// Why a directory of the cache must not be used, or "" when it may (or does not exist yet): native
+// code is executed from it, so it must be ours and writable by no one else.
+std::string unsafe_reason(const fs::path& d) {
+  struct stat st{};
+  if (::stat(d.c_str(), &st) != 0) return errno == ENOENT ? "" : "cannot stat " + d.string() + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return d.string() + " is not a directory";
+  if (st.st_uid != ::geteuid()) return d.string() + " belongs to another user";
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return d.string() + " is writable by other users (ugpu runs native code from it; chmod go-w " + d.string() + ")";
+  return "";
+}
+
+// The file's bytes if it is a regular file of a sane size; nothing for a FIFO, a device, a symlink
+// or a directory in its place (none of which may block or feed endless data).
+std::optional<std::string> read_regular(const fs::path& p) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> out;
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= kMaxEntryBytes) {
+    std::string b(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    while (got < b.size()) {
+      ssize_t n = ::read(fd, b.data() + got, b.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got == b.size()) out = std::move(b);
+  }
+  ::close(fd);
+  return out;
 }
 
 }  // namespace
@@ -94,24 +135,35 @@ std::string DiskCache::path(const std::string& key) const { return dir_ + "/" + 
 
 std::optional<CacheEntry> DiskCache::get(const std::string& key) const {
   if (!enabled()) return std::nullopt;
-  std::ifstream f(path(key), std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream s;
-  s << f.rdbuf();
-  return decode_cache_entry(s.str());
+  fs::path p = path(key);
+  for (const fs::path& d : {fs::path(dir_), p.parent_path()})
+    if (std::string why = unsafe_reason(d); !why.empty()) return warn_once("the compile cache is not used: " + why), std::nullopt;
+  std::optional<std::string> bytes = read_regular(p);
+  std::optional<CacheEntry> e = bytes ? decode_cache_entry(*bytes) : std::nullopt;
+  if (!e) return std::nullopt;
+  auto named = e->find(kKeyField);
+  if (named == e->end() || named->second != key) return std::nullopt;  // stored under another key: not this kernel's code
+  e->erase(named);
+  return e;
 }
 
 void DiskCache::put(const std::string& key, const CacheEntry& entry) const {
   if (!enabled()) return;
   fs::path p = path(key);
   std::error_code ec;
-  fs::create_directories(p.parent_path(), ec);
-  if (ec) return warn_once("cannot create the cache directory " + p.parent_path().string() + ": " + ec.message());
+  fs::create_directories(fs::path(dir_).parent_path(), ec);  // the cache's own folders are made below, private
+  for (const fs::path& d : {fs::path(dir_), p.parent_path()}) {
+    if (std::string why = unsafe_reason(d); !why.empty()) return warn_once("the compile cache is not used: " + why);
+    if (!fs::exists(d, ec) && (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST))
+      return warn_once("cannot create the cache directory " + d.string() + ": " + std::strerror(errno));
+  }
   thread_local std::mt19937_64 rng{std::random_device{}()};
   fs::path tmp = p.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rng());
   {
     std::ofstream f(tmp, std::ios::binary);
-    f << encode_cache_entry(entry);
+    CacheEntry named = entry;
+    named[kKeyField] = key;
+    f << encode_cache_entry(named);
     if (!f) {
       fs::remove(tmp, ec);
       return warn_once("cannot write the compile cache file " + tmp.string());

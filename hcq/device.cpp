@@ -89,8 +89,8 @@ void Device::wait(const Signal& s, uint64_t value, const std::string& what, std:
     if (now_v != seen) seen = now_v, deadline = clock::now() + limit;  // progress restarts the clock
     if (clock::now() >= deadline) {
       std::string msg = "device " + name_ + ": " + what + ": signal " + hex(s.address()) + " did not reach " + std::to_string(value) + " within " +
-                        std::to_string(limit.count()) + " ms (it is at " + std::to_string(s.value()) +
-                        "); the device is marked failed. A longer wait: UGPU_WAIT_TIMEOUT_MS";
+                        std::to_string(limit.count()) + " ms (it is at " + std::to_string(s.value()) + ") while running " + work_in_flight() +
+                        "; the device is marked failed. A longer wait: UGPU_WAIT_TIMEOUT_MS";
       fail("timeout: " + what);
       throw Timeout(msg);
     }

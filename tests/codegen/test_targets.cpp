@@ -2,6 +2,7 @@
 // binary (AMD kernel descriptor, cubin .nv.info) agree with what the kernel needs. NVIDIA cubins need
 // ptxas; without it those checks are skipped with a message.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -190,6 +191,23 @@ TEST_CASE("compile cache: memory hits, disk round trip, damaged files ignored") 
   DiskCache unusable("/proc/ugpu-cannot-create-this");  // put warns once and carries on
   unusable.put("ab12", e);
   CHECK(!unusable.get("ab12"));
+
+  // Hostile caches (issue 18): an entry copied under another key is another kernel's code; a folder
+  // others can write is not used; a FIFO or /dev/zero in an entry's place is a miss, not a hang.
+  DiskCache mine(dir);
+  mine.put("ab12", e);
+  REQUIRE(mine.get("ab12") == e);
+  std::filesystem::create_directories(dir + "/cd");
+  std::filesystem::permissions(dir + "/cd", std::filesystem::perms::owner_all);
+  std::filesystem::copy_file(dir + "/ab/ab12.bin", dir + "/cd/cd34.bin");
+  CHECK(!mine.get("cd34"));
+  REQUIRE(::mkfifo((dir + "/cd/cdff.bin").c_str(), 0600) == 0);
+  CHECK(!mine.get("cdff"));  // returns at once
+  std::filesystem::create_symlink("/dev/zero", dir + "/cd/cd00.bin");
+  CHECK(!mine.get("cd00"));
+  std::filesystem::permissions(dir, std::filesystem::perms::others_write, std::filesystem::perm_options::add);
+  CHECK(!mine.get("ab12"));  // the same valid entry, in a folder anyone can write
+  std::filesystem::remove_all(dir);
 
   clear_memory_cache();
   auto k = builtin_kernel("matmul").parse();
