@@ -372,7 +372,13 @@ namespace {
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
 using i128 = __int128;
-int64_t sat(i128 v) { return v < kMin ? kMin : v > kMax ? kMax : static_cast<int64_t>(v); }
+// Set when a bound had to be clamped to int64: the value it bounds can wrap, so the node's bounds are
+// then its type's whole range (a clamped bound would pin a wrapping expression to a constant).
+thread_local bool g_clamped = false;
+int64_t sat(i128 v) {
+  if (v < kMin || v > kMax) g_clamped = true;
+  return v < kMin ? kMin : v > kMax ? kMax : static_cast<int64_t>(v);
+}
 int64_t floordiv(int64_t a, int64_t b) { return b == -1 ? sat(-static_cast<i128>(a)) : floor_div(a, b); }
 
 struct Bounds {
@@ -512,8 +518,12 @@ void ensure_bounds(Node* root) {
   postorder(
       root, [](Node* n) { return n->bounds_ready.load(std::memory_order_acquire); },
       [](Node* n) {
+        const bool outer = g_clamped;  // a caller's computation in progress on this thread
+        g_clamped = false;
         Bounds r = compute_bounds(n);
         Bounds f = full(n->dtype);
+        if (g_clamped) r = f;
+        g_clamped = outer;
         if (r.lo < f.lo || r.hi > f.hi || r.lo > r.hi) r = f;  // wrapped: anything is possible
         n->vmin.store(r.lo, std::memory_order_relaxed);
         n->vmax.store(r.hi, std::memory_order_relaxed);

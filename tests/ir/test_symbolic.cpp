@@ -160,3 +160,30 @@ TEST_CASE("symbolic: validity simplifies the guarded value") {
   CHECK(S("WHERE((x < 10) & (x < 5), x, INVALID)") == "WHERE(x < 5, x, INVALID)");
   CHECK(last_line(print(simplify_valid(parse(std::string(kVars) + "(x < 5) & (5 < x)")))) == "false");
 }
+
+TEST_CASE("symbolic: int64 expressions that can wrap keep their type's full bounds and are not folded to a constant (issue 18)") {
+  // Each expression wraps in int64 for some value of its variable; bounds clamped at INT64_MAX used to
+  // pin it (x + INT64_MAX became the constant INT64_MAX). The simplified form must evaluate as the
+  // original does, with int64 wrapping, at every value of the variable.
+  const char* const cases[] = {
+      "x = DEFINE_VAR:int64 {\"x\", 1, 3}\nx + 9223372036854775807",        "x = DEFINE_VAR:int64 {\"x\", 1, 3}\n(x + 9223372036854775807) < 0",
+      "x = DEFINE_VAR:int64 {\"x\", 0, 3}\nMAX(1099511627776, x) << 35",    "x = DEFINE_VAR:int64 {\"x\", 0, 5}\n(-9223372036854775808 - x) % 7",
+      "x = DEFINE_VAR:int64 {\"x\", 0, 5}\n(x * 4611686018427387904) // 3",
+  };
+  for (const char* text : cases) {
+    CAPTURE(text);
+    UOp e = parse(text), s = simplify(e);
+    UOp x;
+    for (const UOp& u : e.toposort())
+      if (u.op() == Op::DEFINE_VAR) x = u;
+    REQUIRE(x);
+    for (int64_t v = x.vmin(); v <= x.vmax(); ++v) {
+      std::unordered_map<UOp, Scalar, UOpHash> env{{x, Scalar{v}}};
+      auto want = evaluate(e, env), got = evaluate(s, env);
+      REQUIRE(want);
+      REQUIRE(got);
+      CHECK(*want == *got);
+    }
+  }
+  CHECK(parse("x = DEFINE_VAR:int64 {\"x\", 1, 3}\nx + 9223372036854775807").vmin() == INT64_MIN);  // can wrap: the whole range
+}
