@@ -389,6 +389,18 @@ struct Ast {
   Op op = Op::NOOP;         // Node
   std::vector<std::unique_ptr<Ast>> src;
   Arg arg;
+  // Freed without recursion: a chain `1+1+...` of 20,000 terms is a tree 20,000 deep.
+  ~Ast() {
+    std::vector<std::unique_ptr<Ast>> pending = std::move(src);
+    while (!pending.empty()) {
+      std::unique_ptr<Ast> a = std::move(pending.back());
+      pending.pop_back();
+      for (auto& c : a->src) pending.push_back(std::move(c));
+      a->src.clear();
+    }
+  }
+  Ast(const Ast&) = delete;
+  Ast& operator=(const Ast&) = delete;
 };
 using AstPtr = std::unique_ptr<Ast>;
 
@@ -675,25 +687,18 @@ class Parser {
   }
 
   // `want`: the dtype the context gives an unsuffixed literal.
-  UOp build(const Ast& a, std::optional<DType> want) {
-    switch (a.kind) {
-      case Ast::Name: {
-        auto it = names_.find(a.name);
-        if (it == names_.end()) throw ParseError("unknown name '" + a.name + "'", a.line, a.col);
-        return it->second;
-      }
-      case Ast::Lit: return build_literal(a, a.dt ? *a.dt : want ? *want : default_literal(a.lit));
-      case Ast::Node: break;
+  // A name or a literal.
+  UOp build_leaf(const Ast& a, std::optional<DType> want) {
+    if (a.kind == Ast::Name) {
+      auto it = names_.find(a.name);
+      if (it == names_.end()) throw ParseError("unknown name '" + a.name + "'", a.line, a.col);
+      return it->second;
     }
-    std::vector<std::optional<DType>> typed(a.src.size());
-    std::vector<UOp> src(a.src.size());
-    for (size_t i = 0; i < a.src.size(); ++i)
-      if (a.src[i]->kind != Ast::Lit || a.src[i]->dt) {
-        src[i] = build(*a.src[i], std::nullopt);
-        typed[i] = src[i].dtype();
-      }
-    for (size_t i = 0; i < a.src.size(); ++i)
-      if (!src[i]) src[i] = build(*a.src[i], literal_dtype(a.op, a.dt, typed, i, a.src[i]->lit));
+    return build_literal(a, a.dt ? *a.dt : want ? *want : default_literal(a.lit));
+  }
+
+  // A node from its built sources: its dtype written or derived from theirs.
+  UOp build_node(const Ast& a, const std::vector<UOp>& src) {
     std::vector<DType> sd;
     for (const UOp& s : src) sd.push_back(s.dtype());
     std::optional<DType> dt = a.dt ? a.dt : derived_dtype(a.op, sd);
@@ -706,6 +711,54 @@ class Parser {
       return UOp::make(a.op, *dt, src, a.arg);
     } catch (const ParseError&) { throw; } catch (const Error& e) {
       throw ParseError(e.what(), a.line, a.col);
+    }
+  }
+
+  // The expression's UOp, built with an explicit stack (a long chain is a deep tree). A node's
+  // sources are built in two passes: first those whose dtype they state themselves, then bare
+  // literals, which take the dtype their typed siblings give (literal_dtype).
+  UOp build(const Ast& root, std::optional<DType> want) {
+    if (root.kind != Ast::Node) return build_leaf(root, want);
+    struct Frame {
+      const Ast* a;
+      std::vector<UOp> src;
+      std::vector<std::optional<DType>> typed;
+      size_t i = 0;
+      bool literals = false;  // the second pass
+    };
+    auto frame = [](const Ast& a) { return Frame{&a, std::vector<UOp>(a.src.size()), std::vector<std::optional<DType>>(a.src.size())}; };
+    auto states_dtype = [](const Ast& c) { return c.kind != Ast::Lit || c.dt.has_value(); };
+    std::vector<Frame> stack;
+    stack.push_back(frame(root));
+    UOp finished;  // the node just built, for the frame below it
+    while (true) {
+      Frame& f = stack.back();
+      const Ast& a = *f.a;
+      if (finished) {
+        f.src[f.i] = finished, f.typed[f.i] = finished.dtype(), ++f.i;
+        finished = UOp();
+      }
+      const Ast* child = nullptr;
+      while (!f.literals && !child) {
+        while (f.i < a.src.size() && !states_dtype(*a.src[f.i])) ++f.i;
+        if (f.i == a.src.size()) {
+          f.literals = true, f.i = 0;
+        } else if (a.src[f.i]->kind == Ast::Node) {
+          child = a.src[f.i].get();
+        } else {
+          f.src[f.i] = build_leaf(*a.src[f.i], std::nullopt), f.typed[f.i] = f.src[f.i].dtype(), ++f.i;
+        }
+      }
+      if (child) {
+        stack.push_back(frame(*child));  // `f` is not used past this point
+        continue;
+      }
+      for (size_t i = 0; i < a.src.size(); ++i)
+        if (!f.src[i]) f.src[i] = build_leaf(*a.src[i], literal_dtype(a.op, a.dt, f.typed, i, a.src[i]->lit));
+      UOp u = build_node(a, f.src);
+      stack.pop_back();
+      if (stack.empty()) return u;
+      finished = u;
     }
   }
 
