@@ -71,8 +71,11 @@ std::string check_special(const UOp& u) {
 }
 
 std::string check_range(const UOp& u) {
-  return first({nsrc(u, 1, kMany), need(int_scalar(u.dtype()), "must be an integer"),
-                need(u.src(0).dtype() == u.dtype(), "end is " + u.src(0).dtype().name() + ", range " + u.dtype().name())});
+  if (auto e = first({nsrc(u, 1, kMany), need(int_scalar(u.dtype()), "must be an integer"),
+                      need(u.src(0).dtype() == u.dtype(), "end is " + u.src(0).dtype().name() + ", range " + u.dtype().name())});
+      !e.empty())
+    return e;
+  return need(u.src(0).vmax() >= 0, "the end cannot be negative (at most " + std::to_string(u.src(0).vmax()) + ")");
 }
 
 std::string check_end(const UOp& u) {
@@ -112,7 +115,9 @@ std::string check_index(const UOp& u) {
   if (!u.src(0).dtype().is_ptr()) return "INDEX's first source must be a pointer";
   for (size_t i = 1; i < u.src().size(); ++i)
     if (!u.src(i).dtype().is_int() && !(i == u.src().size() - 1 && u.src(i).dtype().is_bool())) return "indices must be integers";
-  return need(u.dtype().is_ptr() && u.dtype().scalar == u.src(0).dtype().scalar, "INDEX yields a pointer of its buffer's type");
+  return first({need(u.dtype().is_ptr() && u.dtype().scalar == u.src(0).dtype().scalar, "INDEX yields a pointer of its buffer's type"),
+                need(u.dtype().addrspace == u.src(0).dtype().addrspace,
+                     "INDEX yields a pointer in its buffer's address space (" + u.src(0).dtype().name() + "), not " + u.dtype().name())});
 }
 
 // A masked access carries its gate in the INDEX (last source, bool); a gated LOAD may give the value
@@ -166,6 +171,8 @@ std::string check_movement(const UOp& u) {
     }
     case Op::EXPAND: {
       const Ints& to = u.arg_as<Ints>();
+      for (int64_t d : to)
+        if (d < 0) return "negative dimension";
       if (!in) return "";
       if (to.size() != in->size()) return "expand keeps the rank";
       for (size_t i = 0; i < to.size(); ++i)

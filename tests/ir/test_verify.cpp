@@ -40,6 +40,13 @@ TEST_CASE("verify: each op's rules are checked") {
                                         "SINK(STORE(INDEX:float*(out, 0), LOAD:float(INDEX:float*(tmp, 0))))")),
                   VerifyError);
   CHECK(starts(problem(UOp::make(Op::FLOORMOD, dt::float32, {f, f})), "FLOORMOD: FLOORMOD is for integers"));
+  // Issue 18: a negative RANGE end, a negative EXPAND dimension, and an INDEX that changes address
+  // space were accepted (the last failed later as LLVM IR that does not parse).
+  CHECK(starts(problem(UOp::range(-5, 0)), "RANGE: the end cannot be negative"));
+  CHECK(starts(problem(UOp::make(Op::EXPAND, dt::float32, {f}, Ints{-2})), "EXPAND: negative dimension"));
+  UOp gbuf = UOp::make(Op::DEFINE_GLOBAL, dt::float32.ptr(), {}, int64_t{0});
+  CHECK(starts(problem(UOp::make(Op::INDEX, dt::float32.ptr(AddrSpace::Reg), {gbuf, UOp::const_int(dt::index, 0)})),
+               "INDEX: INDEX yields a pointer in its buffer's address space"));
   CHECK(starts(problem(UOp::make(Op::SQRT, dt::int32, {i})), "SQRT: SQRT is for floats"));
   CHECK(starts(problem(UOp::make(Op::WHERE, dt::int32, {i, i, i})), "WHERE: condition must be bool"));
   CHECK(starts(problem(UOp::make(Op::BITCAST, dt::int64, {i})), "BITCAST: BITCAST keeps the bit size"));
