@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "codegen/passes.h"
 #include "common/error.h"
 #include "ir/dtype.h"
 #include "ir/text.h"
@@ -449,16 +450,12 @@ SINK(END(STORE(INDEX:int32*(out, i), LOAD:int32(INDEX:int32*(in, i)) + 1), i))
 // The outputs' slots and every slot's dtype, from the kernel's DEFINE_GLOBALs and STOREs.
 Buffers slots_of(const ir::UOp& kernel) {
   std::map<int64_t, HostData> by_slot;
-  auto base = [](ir::UOp p) {
-    while (p.op() == ir::Op::INDEX || p.op() == ir::Op::AFTER) p = p.src(0);
-    return p;
-  };
   for (const ir::UOp& u : kernel.toposort()) {
     if (u.op() == ir::Op::DEFINE_GLOBAL) {
       HostData& b = by_slot[u.arg_as<int64_t>()];
       b.slot = u.arg_as<int64_t>(), b.dtype = u.dtype().base();
     }
-    if (u.op() == ir::Op::STORE && base(u.src(0)).op() == ir::Op::DEFINE_GLOBAL) by_slot[base(u.src(0)).arg_as<int64_t>()].written = true;
+    if (u.op() == ir::Op::STORE && buffer_of(u.src(0)).op() == ir::Op::DEFINE_GLOBAL) by_slot[buffer_of(u.src(0)).arg_as<int64_t>()].written = true;
   }
   Buffers out;
   for (auto& [slot, b] : by_slot) out.push_back(std::move(b));

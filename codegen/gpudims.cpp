@@ -161,12 +161,6 @@ class WorkgroupPhases {
     }
     return memo_[key] = out;
   }
-  // The buffer an INDEX addresses, through the AFTERs that order it.
-  static UOp buffer_of(UOp index) {
-    UOp b = index.op() == Op::INDEX ? index.src(0) : index;
-    while (b.op() == Op::AFTER) b = b.src(0);
-    return b;
-  }
   // Whether u stores, or loads from a buffer the kernel stores to, anywhere below it.
   bool touches_stored(const UOp& u) {
     if (auto it = touches_.find(u.get()); it != touches_.end()) return it->second;

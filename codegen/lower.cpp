@@ -56,13 +56,9 @@ std::vector<Param> collect_params(const UOp& sink) {
     }
   }
   // Which buffers are read and written: follow each LOAD/STORE's pointer back to its DEFINE_GLOBAL.
-  auto base = [](UOp p) {
-    while (p.op() == Op::INDEX || p.op() == Op::AFTER) p = p.src(0);
-    return p;
-  };
   for (const UOp& u : sink.toposort()) {
     if (u.op() != Op::LOAD && u.op() != Op::STORE) continue;
-    UOp b = base(u.src(0));
+    UOp b = buffer_of(u.src(0));
     if (b.op() != Op::DEFINE_GLOBAL) continue;
     Param& p = bufs.at(b.arg_as<int64_t>());
     (u.op() == Op::LOAD ? p.read : p.written) = true;

@@ -10,6 +10,12 @@
 
 namespace ugpu::codegen {
 
+// The buffer (a DEFINE_GLOBAL or DEFINE_LOCAL) a pointer addresses, through the INDEXes and AFTERs on it.
+inline ir::UOp buffer_of(ir::UOp pointer) {
+  while (pointer.op() == ir::Op::INDEX || pointer.op() == ir::Op::AFTER) pointer = pointer.src(0);
+  return pointer;
+}
+
 // gates.cpp: a masked index `INDEX(buf, WHERE(c, i, INVALID))` becomes the gated `INDEX(buf, i, c)`;
 // a LOAD through a gated index gets its value for the masked-off case (0). INVALID anywhere else is
 // an error.

@@ -12,10 +12,10 @@
 
 namespace ugpu::hcq {
 namespace {
-// UGPU_WAIT_TIMEOUT_MS, else 30 s. At most 10^9 ms (11.6 days), so a deadline `now + timeout` stays
-// far inside the clock's range; anything that is not such a number is an error, not a silent default.
+// UGPU_WAIT_TIMEOUT_MS, else 30 s; at most Device::kMaxTimeout. Anything that is not such a number is
+// an error, not a silent default.
 std::chrono::milliseconds env_timeout() {
-  constexpr long long kMaxMs = 1'000'000'000;
+  constexpr long long kMaxMs = Device::kMaxTimeout.count();
   const char* e = std::getenv("UGPU_WAIT_TIMEOUT_MS");
   if (!e || !*e) return std::chrono::milliseconds(30000);
   char* end = nullptr;
@@ -73,8 +73,8 @@ void Device::sleep_for_progress(std::chrono::microseconds max) { std::this_threa
 void Device::wait(const Signal& s, uint64_t value, const std::string& what, std::chrono::milliseconds timeout) {
   if (s.value() >= value) return;
   using clock = std::chrono::steady_clock;
-  // A caller's limit is capped where `now + limit` could leave the clock's range (about 11.6 days).
-  auto limit = std::min<std::chrono::milliseconds>(timeout.count() > 0 ? timeout : timeout_, std::chrono::milliseconds(1'000'000'000));
+  // A caller's limit is capped where `now + limit` could leave the clock's range.
+  auto limit = std::min<std::chrono::milliseconds>(timeout.count() > 0 ? timeout : timeout_, kMaxTimeout);
   // Spin for up to 50 us first: short work finishes without paying a sleep's wake-up latency.
   auto spin_until = clock::now() + std::chrono::microseconds(50);
   for (int spin = 0;; ++spin) {

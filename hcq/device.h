@@ -134,9 +134,11 @@ class Device {
   // value moves; when it runs out the device is marked failed and Timeout names what was awaited.
   void wait(const Signal& s, uint64_t value, const std::string& what, std::chrono::milliseconds timeout = {});
   void synchronize();  // every submitted piece of work has finished (or Timeout)
+  // The longest wait: 10^9 ms (11.6 days), so a deadline `now + timeout` stays inside the clock's range.
+  static constexpr std::chrono::milliseconds kMaxTimeout{1'000'000'000};
   std::chrono::milliseconds default_timeout() const { return timeout_; }
   void set_default_timeout(std::chrono::milliseconds t) {
-    timeout_ = std::clamp<std::chrono::milliseconds>(t, std::chrono::milliseconds(1), std::chrono::milliseconds(1'000'000'000));
+    timeout_ = std::clamp<std::chrono::milliseconds>(t, std::chrono::milliseconds(1), kMaxTimeout);
   }
 
   // Host memory the device reaches directly (pinned, in CUDA's words): copies to and from it need no

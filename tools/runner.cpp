@@ -91,11 +91,12 @@ double run_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& na
   codegen::CompileOptions o;
   o.name = name;
   auto ck = codegen::compile(kernel, codegen::find_target(dev.target()), o);
+  std::string have;  // the kernel's variables, for the message
+  for (const codegen::Param& p : ck->kernel.params)
+    if (p.kind == codegen::Param::Kind::Var) have += (have.empty() ? "" : ", ") + p.name;
   for (const auto& [var, value] : vars) {
-    std::string have;
-    bool found = false;
-    for (const codegen::Param& p : ck->kernel.params)
-      if (p.kind == codegen::Param::Kind::Var) found |= p.name == var, have += (have.empty() ? "" : ", ") + p.name;
+    bool found = std::any_of(ck->kernel.params.begin(), ck->kernel.params.end(),
+                             [&](const codegen::Param& p) { return p.kind == codegen::Param::Kind::Var && p.name == var; });
     if (!found)
       throw Error("--var " + var + "=" + std::to_string(value) + ": the kernel has no variable '" + var +
                   "' (its variables: " + (have.empty() ? "none" : have) + ")");
