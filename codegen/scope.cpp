@@ -27,16 +27,27 @@ int Scopes::bit(const UOp& range) const {
   return it->second;
 }
 
+// Post-order over the nodes not yet memoized, stopping at memoized ones: each node is visited once
+// over all calls, so placing every node of a kernel costs O(n), not a toposort per node.
 uint64_t Scopes::of(const UOp& u) {
   if (auto it = memo_.find(u.get()); it != memo_.end()) return it->second;
-  for (const UOp& n : u.toposort()) {
-    if (memo_.count(n.get())) continue;
-    uint64_t s = 0;
-    for (const UOp& x : n.src()) s |= memo_.at(x.get());
-    if (n.op() == Op::RANGE) s |= uint64_t{1} << bit(n);
-    if (n.op() == Op::END)
-      for (size_t i = 1; i < n.src().size(); ++i) s &= ~(uint64_t{1} << bit(n.src(i)));
-    memo_[n.get()] = s;
+  std::vector<std::pair<const UOp*, size_t>> stack{{&u, 0}};
+  while (!stack.empty()) {
+    auto& [n, next] = stack.back();
+    if (next < n->src().size()) {
+      const UOp& x = n->src(next++);
+      if (!memo_.count(x.get())) stack.push_back({&x, 0});
+      continue;
+    }
+    if (!memo_.count(n->get())) {  // a node reached twice below this one is done the first time
+      uint64_t s = 0;
+      for (const UOp& x : n->src()) s |= memo_.at(x.get());
+      if (n->op() == Op::RANGE) s |= uint64_t{1} << bit(*n);
+      if (n->op() == Op::END)
+        for (size_t i = 1; i < n->src().size(); ++i) s &= ~(uint64_t{1} << bit(n->src(i)));
+      memo_[n->get()] = s;
+    }
+    stack.pop_back();
   }
   return memo_.at(u.get());
 }
