@@ -109,6 +109,12 @@ class Renderer {
     return t.count == 1 ? scalar_type(t) : "<" + std::to_string(t.count) + " x " + scalar_type(t.element()) + ">";
   }
 
+  // How a value of type t is held in memory: as t, except bool, which is a byte (i8, or <n x i8>).
+  std::string mem_type(DType t) const {
+    if (!t.is_bool()) return type(t);
+    return t.count == 1 ? "i8" : "<" + std::to_string(t.count) + " x i8>";
+  }
+
   std::string literal(const UOp& c) const {
     DType t = c.dtype();
     if (t.is_bool()) return c.const_int() ? "true" : "false";
@@ -250,28 +256,41 @@ class Renderer {
         return;
       }
       case Op::INDEX: {
-        emit(r + " = getelementptr inbounds " + scalar_type(dt.element()) + ", " + tv(src[0]) + ", " + tv(src[1]));
+        emit(r + " = getelementptr inbounds " + mem_type(dt.element()) + ", " + tv(src[0]) + ", " + tv(src[1]));
         if (src.size() == 3) gates_[u.get()] = val(src[2]);
         break;
       }
       case Op::LOAD: {
-        std::string p = val(src[0]), ty = type(dt), align = std::to_string(dt.itemsize());
+        // A bool is a byte in memory, and any byte other than 0 is true, on every backend: it is
+        // loaded as i8 and compared (LLVM leaves an i1 load of a byte other than 0 or 1 undefined).
+        std::string p = val(src[0]), align = std::to_string(dt.itemsize());
+        auto load = [&](const std::string& into) {
+          std::string mem = dt.is_bool() ? fresh("m") : into;
+          emit(mem + " = load " + mem_type(dt) + ", " + type(src[0].dtype()) + " " + p + ", align " + align);
+          if (dt.is_bool()) emit(into + " = icmp ne " + mem_type(dt) + " " + mem + ", zeroinitializer");
+        };
         auto g = gates_.find(src[0].get());
         if (g == gates_.end()) {
-          emit(r + " = load " + ty + ", " + type(src[0].dtype()) + " " + p + ", align " + align);
+          load(r);
           break;
         }
         std::string yes = label("load"), join = label("loaded"), from = block_;
         emit("br i1 " + g->second + ", label %" + yes + ", label %" + join);
         start_block(yes);
-        emit(r + ".g = load " + ty + ", " + type(src[0].dtype()) + " " + p + ", align " + align);
+        load(r + ".g");
         emit("br label %" + join);
         start_block(join);
-        emit(r + " = phi " + ty + " [" + r + ".g, %" + yes + "], [" + val(src[1]) + ", %" + from + "]");
+        emit(r + " = phi " + type(dt) + " [" + r + ".g, %" + yes + "], [" + val(src[1]) + ", %" + from + "]");
         break;
       }
       case Op::STORE: {
-        std::string s = "store " + tv(src[1]) + ", " + tv(src[0]) + ", align " + std::to_string(src[1].dtype().itemsize());
+        std::string v = tv(src[1]);
+        if (src[1].dtype().is_bool()) {  // as a byte, 0 or 1 (see LOAD)
+          std::string b = fresh("b");
+          emit(b + " = zext " + v + " to " + mem_type(src[1].dtype()));
+          v = mem_type(src[1].dtype()) + " " + b;
+        }
+        std::string s = "store " + v + ", " + tv(src[0]) + ", align " + std::to_string(src[1].dtype().itemsize());
         auto g = gates_.find(src[0].get());
         if (g == gates_.end()) {
           emit(s);

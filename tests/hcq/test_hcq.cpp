@@ -393,6 +393,37 @@ SINK(END(STORE(INDEX:int32*(out, i), CONST:int32 {7}), i))
   });
 }
 
+TEST_CASE("hcq: a bool in memory is a byte, true when it is not 0, and a stored bool is 0 or 1, on every device") {
+  // in[i] holds the byte i (0..255); out[i] = in[i] as int32, flags[i] = NOT in[i] stored as bool.
+  // Scalar loads (j) and 4-wide vector loads and stores (u, UPCAST) both.
+  static constexpr const char* kBools = R"(out = DEFINE_GLOBAL:int32* {0}
+flags = DEFINE_GLOBAL:bool* {1}
+in = DEFINE_GLOBAL:bool* {2}
+j = RANGE(64) {0, GLOBAL}
+u = RANGE(4) {1, UPCAST}
+b = LOAD:bool(INDEX:bool*(in, j*4 + u))
+SINK(END(STORE(INDEX:int32*(out, j*4 + u), CAST:int32(b)), j, u), END(STORE(INDEX:bool*(flags, j*4 + u), CMPNE:bool(b, CONST:bool {true})), j, u))
+)";
+  each_device([](hcq::Device& dev) {
+    auto k = drivers::load_kernel(dev, ir::parse(kBools), "bools");
+    hcq::Buffer out = dev.alloc(4 * 256), flags = dev.alloc(256), in = dev.alloc(256);
+    std::memset(out.host, 0x55, 4 * 256), std::memset(flags.host, 0x55, 256);
+    for (int i = 0; i < 256; ++i) static_cast<uint8_t*>(in.host)[i] = static_cast<uint8_t>(i);
+    uint64_t v = dev.next_timeline();
+    auto q = dev.compute_queue();
+    Val args[] = {out.va, flags.va, in.va};
+    q->wait(dev.timeline(), v - 1).memory_barrier().exec(*k, args).memory_barrier().signal(dev.timeline(), v);
+    q->submit();
+    dev.synchronize();
+    REQUIRE(!dev.failed());
+    for (int i = 0; i < 256; ++i) {
+      CAPTURE(i);
+      CHECK(ints(out)[i] == (i != 0 ? 1 : 0));
+      CHECK(static_cast<const uint8_t*>(flags.host)[i] == (i != 0 ? 0 : 1));
+    }
+  });
+}
+
 TEST_CASE("hcq: a graph of 100 kernels replays with new inputs by patching") {
   each_device([](hcq::Device& dev) {
     auto inc = add_one(dev);
