@@ -106,7 +106,7 @@ ElfImage link_elf(std::span<const uint8_t> file, ElfMachine machine, uint64_t ba
     if (img.bytes.size() < at + sh.sh_size) img.bytes.resize(at + sh.sh_size, 0);
     if (sh.sh_type != llvm::ELF::SHT_NOBITS) {
       auto data = check(elf.getSectionContents(sh), what, "reading section " + s.name);
-      std::memcpy(img.bytes.data() + at, data.data(), data.size());
+      if (!data.empty()) std::memcpy(img.bytes.data() + at, data.data(), std::min<size_t>(data.size(), static_cast<size_t>(sh.sh_size)));
     }
     s.offset = at;
     placed[i] = static_cast<int64_t>(at);

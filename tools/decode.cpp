@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 #include "codegen/builtin_kernels.h"
 #include "common/error.h"
@@ -18,6 +17,7 @@
 #include "ir/text.h"
 #include "tools/args.h"
 #include "tools/compile.h"
+#include "tools/hex_words.h"
 
 namespace ugpu::tools {
 namespace {
@@ -32,27 +32,6 @@ constexpr const char* kDecodeUsage =
     "(`ugpu compile --help` lists them) once on a GPU device (default: emu:amd; emu:nv and nv for NVIDIA)\n"
     "and prints what the driver submitted: the commands of its launch (PM4, or pushbuffer methods and\n"
     "the QMD) and those of a copy (SDMA, or copy-engine methods).\n";
-
-std::vector<uint32_t> parse_words(const std::string& text, const std::string& what) {
-  std::vector<uint32_t> out;
-  std::string t = text;
-  for (char& c : t)
-    if (c == ',') c = ' ';
-  std::istringstream in(t);
-  std::string w;
-  while (in >> w) {
-    size_t used = 0;
-    unsigned long long v;
-    try {
-      v = std::stoull(w, &used, 16);
-    } catch (const std::exception&) { used = 0, v = 0; }
-    if (used != w.size() || v > 0xffffffffull)
-      throw Error(what + ": '" + w + "' is not a 32-bit hex dword (word " + std::to_string(out.size()) + ")");
-    out.push_back(static_cast<uint32_t>(v));
-  }
-  if (out.empty()) throw Error(what + ": no dwords");
-  return out;
-}
 
 int decode_kernel(const std::string& name, const std::string& device) {
   auto dev = drivers::open_device(device.empty() ? "emu:amd" : device);
@@ -114,7 +93,7 @@ int decode_command(const std::vector<std::string>& args) {
   }
   if (!kernel.empty()) return decode_kernel(kernel, device);
   if (file.empty()) return std::fputs(kDecodeUsage, stderr), 2;
-  std::vector<uint32_t> words = parse_words(read_input(file), file);
+  std::vector<uint32_t> words = parse_hex_words(read_input(file), file);
   if (qmd) {
     const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(static_cast<unsigned>(qmd));
     words.resize(std::max<size_t>(words.size(), layout.bytes / 4));
