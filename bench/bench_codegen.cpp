@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     s += "x = LOAD:" + type + "(INDEX:" + type + "*(a, i))\nv0 = x\n";
     for (int k = 0; k < n / 2; ++k) {
       std::string c = type == "float" ? std::to_string(1 + (k % 7) / 8.0) : std::to_string(3 + 2 * (k % 5));
-      s += "v" + std::to_string(k + 1) + " = " + (type == "float" ? "v" + std::to_string(k) + " * " + c + " + x\n" : "(v" + std::to_string(k) + " * " + c + ") ^ x\n");
+      s += "v" + std::to_string(k + 1) + " = " +
+           (type == "float" ? "v" + std::to_string(k) + " * " + c + " + x\n" : "(v" + std::to_string(k) + " * " + c + ") ^ x\n");
     }
     return s + "SINK(END(STORE(INDEX:" + type + "*(out, i), v" + std::to_string(n / 2) + "), i))\n";
   };

@@ -1,6 +1,7 @@
 #include "drivers/cpu/cpu_device.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+
+#include "common/hex.h"
 
 namespace ugpu::cpu {
 using hcq::Val;
@@ -26,6 +29,8 @@ uint64_t now_ns() {
 // owns nothing), never while it runs our own code.
 thread_local sigjmp_buf* t_escape = nullptr;
 thread_local volatile sig_atomic_t t_in_kernel = 0;
+thread_local void* volatile t_fault_address = nullptr;  // set when the escape was a memory fault
+thread_local volatile int t_fault_code = 0;             // its si_code: SEGV_MAPERR, SEGV_ACCERR, BUS_*
 void on_interrupt(int) {
   if (t_in_kernel && t_escape) {
     t_in_kernel = 0;
@@ -44,6 +49,38 @@ int interrupt_signal() {
   }();
   return sig;
 }
+
+// Memory faults: a SIGSEGV or SIGBUS on a thread inside kernel code is the kernel's fault, turned into
+// the device's fault error (the thread leaves the kernel as on an interrupt). Any other is not ours:
+// it goes to the handler that was there before (a sanitizer's, or the default, which ends the process).
+struct sigaction g_previous_segv{}, g_previous_bus{};
+void on_memory_fault(int sig, siginfo_t* info, void* context) {
+  if (t_in_kernel && t_escape) {
+    t_in_kernel = 0;
+    t_fault_address = info->si_addr;
+    t_fault_code = info->si_code;
+    siglongjmp(*t_escape, 2);
+  }
+  const struct sigaction& prev = sig == SIGSEGV ? g_previous_segv : g_previous_bus;
+  if (prev.sa_flags & SA_SIGINFO) return prev.sa_sigaction(sig, info, context);
+  if (prev.sa_handler != SIG_IGN && prev.sa_handler != SIG_DFL) return prev.sa_handler(sig);
+  signal(sig, SIG_DFL);  // returning re-runs the access, which now ends the process as it would have
+}
+// Installed again whenever another handler has replaced it since (a test framework's, a runtime's),
+// which it then chains to; checked at every launch.
+void install_fault_handler() {
+  for (auto [sig, previous] : {std::pair{SIGSEGV, &g_previous_segv}, std::pair{SIGBUS, &g_previous_bus}}) {
+    struct sigaction now{};
+    if (sigaction(sig, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_memory_fault) continue;
+    struct sigaction sa{};
+    sa.sa_sigaction = on_memory_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, previous);
+  }
+}
+
+constexpr size_t kPage = 4096;
 
 class CpuQueue : public hcq::HWQueue {
  public:
@@ -76,6 +113,7 @@ CpuDevice::CpuDevice(int workers, size_t ring_dwords, bool copy_engine) : hcq::D
   if (ring_dwords < 64) throw Error("the CPU device's ring needs at least 64 dwords");
   for (int e = 0; e < (copy_engine ? 2 : 1); ++e) engines_.push_back(std::make_unique<Engine>(ring_dwords));
   interrupt_signal();
+  install_fault_handler();
   int n = workers > 0 ? workers : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
   for (auto& e : engines_) e->cp = std::thread([this, &e = *e] { processor(e); });
@@ -109,14 +147,15 @@ void CpuDevice::interrupt_kernels() {
   }
 }
 
-bool CpuDevice::call_kernel(const CpuProgram& p, const uint64_t* args, int64_t part, int64_t parts) {
+bool CpuDevice::call_kernel(const CpuProgram& p, const uint64_t* args, int64_t part, int64_t parts, Fault& fault) {
   {
     std::lock_guard lock(running_mu_);
     running_.push_back(pthread_self());
   }
   sigjmp_buf escape;
   volatile bool finished = false;
-  if (sigsetjmp(escape, 0) == 0) {
+  int how = sigsetjmp(escape, 0);
+  if (how == 0) {
     t_escape = &escape;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     t_in_kernel = 1;
@@ -125,11 +164,32 @@ bool CpuDevice::call_kernel(const CpuProgram& p, const uint64_t* args, int64_t p
     t_in_kernel = 0;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     finished = !abort_.load();
+  } else if (how == 2) {
+    std::lock_guard lock(fault.mu);
+    if (!fault.happened) fault.happened = true, fault.address = reinterpret_cast<uint64_t>(t_fault_address), fault.code = t_fault_code;
   }
   t_escape = nullptr;
   std::lock_guard lock(running_mu_);
   running_.erase(std::find(running_.begin(), running_.end(), pthread_self()));
   return finished;
+}
+
+// Which mapping an address is near: inside one's guard pages (just before or after it) or not near any.
+std::string CpuDevice::describe_address(uint64_t a) const {
+  std::lock_guard lock(mappings_->mu);
+  const auto& m = mappings_->by_start;
+  auto it = m.upper_bound(a);  // the first mapping starting above a
+  if (it != m.end() && it->first - a <= kPage)
+    return std::to_string(it->first - a) + " bytes before device memory at " + hex(it->first) + " (in its guard page)";
+  if (it != m.begin()) {
+    --it;
+    uint64_t end = it->first + it->second;
+    if (a >= it->first && a < end) return "inside device memory at " + hex(it->first) + " (" + std::to_string(it->second) + " bytes)";
+    if (a >= end && a - end < kPage)
+      return std::to_string(a - end) + " bytes past the end of device memory at " + hex(it->first) + " (" + std::to_string(it->second) +
+             " bytes; in its guard page)";
+  }
+  return "an address outside all of this device's memory";
 }
 
 std::unique_ptr<hcq::HWQueue> CpuDevice::compute_queue() { return std::make_unique<CpuQueue>(*this, 0); }
@@ -167,14 +227,32 @@ std::shared_ptr<hcq::Program> CpuDevice::load(std::shared_ptr<const codegen::Com
   return std::make_shared<CpuProgram>(std::move(kernel));
 }
 
+// Each mapping has an inaccessible guard page on either side, so a kernel running off either end of
+// it faults (on_memory_fault) instead of reading or overwriting the host's memory.
 hcq::Buffer CpuDevice::alloc_memory(size_t bytes) {
-  size_t n = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
-  void* p = std::aligned_alloc(4096, n);
-  if (!p) throw Error("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, n);
+  size_t n = (std::max<size_t>(bytes, 1) + kPage - 1) / kPage * kPage;
+  if (n > SIZE_MAX - 2 * kPage) throw Error("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+  void* base = ::mmap(nullptr, n + 2 * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) throw Error("cpu: cannot allocate " + std::to_string(bytes) + " bytes of device memory: " + std::strerror(errno));
+  uint8_t* p = static_cast<uint8_t*>(base) + kPage;
+  if (::mprotect(p, n, PROT_READ | PROT_WRITE) != 0) {
+    int e = errno;
+    ::munmap(base, n + 2 * kPage);
+    throw Error("cpu: cannot allocate " + std::to_string(bytes) + " bytes of device memory: " + std::strerror(e));
+  }
+  {
+    std::lock_guard lock(mappings_->mu);
+    mappings_->by_start[reinterpret_cast<uint64_t>(p)] = n;
+  }
   hcq::Buffer b;
   b.va = reinterpret_cast<uint64_t>(p), b.size = bytes, b.host = p;
-  b.owner = std::shared_ptr<void>(p, std::free);
+  b.owner = std::shared_ptr<void>(p, [base, n, m = mappings_](void* q) {
+    {
+      std::lock_guard lock(m->mu);
+      m->by_start.erase(reinterpret_cast<uint64_t>(q));
+    }
+    ::munmap(base, n + 2 * kPage);
+  });
   return b;
 }
 
@@ -317,30 +395,37 @@ void CpuDevice::execute(const uint32_t* c, bool in_ring) {
 bool CpuDevice::run_parts(Job& j) {
   bool last = false;
   for (int64_t part; (part = j.next.fetch_add(1)) < j.parts;) {
-    call_kernel(*j.program, j.args, part, j.parts);  // an interrupted part still counts as done
+    call_kernel(*j.program, j.args, part, j.parts, j.fault);  // an interrupted or faulted part still counts as done
     last = j.left.fetch_sub(1) == 1;
   }
   return last;
 }
 
 void CpuDevice::run_exec(const CpuProgram& p, const uint64_t* args) {
+  install_fault_handler();
   int64_t parts = std::min<int64_t>(p.split(), workers());
-  if (parts <= 1) {
-    call_kernel(p, args, 0, 1);
-    return;
-  }
   auto job = std::make_shared<Job>();
   job->program = &p, job->args = args, job->parts = parts, job->left = parts;
-  {
-    std::lock_guard lock(job_mu_);
-    job_ = job;
-    ++job_gen_;
+  if (parts <= 1) {
+    call_kernel(p, args, 0, 1, job->fault);
+  } else {
+    {
+      std::lock_guard lock(job_mu_);
+      job_ = job;
+      ++job_gen_;
+    }
+    job_cv_.notify_all();
+    run_parts(*job);
+    std::unique_lock lock(job_mu_);
+    job_done_.wait(lock, [&] { return job->left.load() == 0; });
+    job_.reset();
   }
-  job_cv_.notify_all();
-  run_parts(*job);
-  std::unique_lock lock(job_mu_);
-  job_done_.wait(lock, [&] { return job->left.load() == 0; });
-  job_.reset();
+  if (job->fault.happened) {
+    const Fault& f = job->fault;
+    const char* why = f.code == SEGV_ACCERR ? "an inaccessible page" : f.code == SEGV_MAPERR ? "an unmapped address" : "a bus error";
+    throw Error("page fault at " + hex(f.address) + " in kernel " + p.name + ": a read or write of " + why + ", " + describe_address(f.address) +
+                " (the cpu device catches accesses that leave all device memory or touch the guard page around each mapping; docs/design.md §5)");
+  }
 }
 
 void CpuDevice::worker_loop() {

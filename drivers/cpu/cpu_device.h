@@ -8,9 +8,18 @@
 // is destroyed, threads still inside kernels are interrupted: a signal (SIGRTMIN+4, whose handler
 // this device installs) makes them leave the kernel code, like a queue reset on a GPU. The device is
 // then in its error state and takes no more work.
+//
+// A kernel's memory fault is this device's GPU page fault. Every mapping of device memory has an
+// inaccessible guard page on either side; a SIGSEGV or SIGBUS on a thread inside kernel code (the
+// handler this device installs, chaining to the one before it for every other fault) makes that
+// thread leave the kernel, and the launch fails the device with the address and the kernel's name,
+// the process alive. It catches accesses to unmapped addresses and to the guard pages; it cannot catch
+// an access that lands in other memory of the process, or in another buffer of the same 64 MiB heap
+// chunk (small buffers share chunks, as on the GPUs).
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -79,7 +88,15 @@ class CpuDevice : public hcq::Device {
   void processor(Engine& e);
   void execute(const uint32_t* c, bool in_ring);
   void run_exec(const CpuProgram& p, const uint64_t* args);
-  bool call_kernel(const CpuProgram& p, const uint64_t* args, int64_t part, int64_t parts);  // false: interrupted
+  // The first memory fault of a launch: where, and how (the signal's si_code).
+  struct Fault {
+    std::mutex mu;
+    bool happened = false;
+    uint64_t address = 0;
+    int code = 0;
+  };
+  bool call_kernel(const CpuProgram& p, const uint64_t* args, int64_t part, int64_t parts, Fault& fault);  // false: interrupted or faulted
+  std::string describe_address(uint64_t a) const;
   void interrupt_kernels();
   void worker_loop();
   uint64_t push(size_t engine, std::span<const uint32_t> cmds);  // returns the submission's position
@@ -91,6 +108,13 @@ class CpuDevice : public hcq::Device {
   std::atomic<bool> stop_{false}, abort_{false};
   std::mutex running_mu_;
   std::vector<pthread_t> running_;  // threads inside kernel code now
+  // The device memory mappings (start -> bytes), for naming what a faulting address was near. Shared
+  // with the buffers' deleters, which may run after the device is gone.
+  struct Mappings {
+    std::mutex mu;
+    std::map<uint64_t, size_t> by_start;
+  };
+  std::shared_ptr<Mappings> mappings_ = std::make_shared<Mappings>();
 
   // Worker pool for launches: one Job per launch, its parts taken by whoever is free.
   struct Job {
@@ -98,6 +122,7 @@ class CpuDevice : public hcq::Device {
     const uint64_t* args;
     int64_t parts;
     std::atomic<int64_t> next{0}, left{0};
+    Fault fault;
   };
   bool run_parts(Job& j);  // true if this call finished the job's last part
   std::vector<std::thread> workers_;

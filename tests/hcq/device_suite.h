@@ -8,22 +8,29 @@
 #include <cstring>
 
 #include "codegen/builtin_kernels.h"
+#include "codegen/compiler.h"
 #include "drivers/devices.h"
 #include "ir/text.h"
 
 namespace ugpu::test {
 
 // Runs `text` on `dev` with the given input bytes per buffer slot and variables; returns the buffers.
+// Buffers the compiled kernel no longer uses (simplified away) are not passed; its parameters say
+// which slots remain.
 inline std::vector<std::vector<uint8_t>> run_on(hcq::Device& dev, const std::string& text, const std::vector<std::vector<uint8_t>>& in,
                                                 const std::vector<int64_t>& vars) {
-  auto prog = drivers::load_kernel(dev, ir::parse(text), "k");
+  codegen::CompileOptions o;
+  o.name = "k";
+  auto ck = codegen::compile(ir::parse(text), codegen::find_target(dev.target()), o);
+  auto prog = dev.load(ck);
   std::vector<hcq::Buffer> bufs;
-  std::vector<hcq::Val> args;
   for (const auto& b : in) {
     bufs.push_back(dev.alloc(b.size()));
     dev.copy_in(bufs.back(), 0, b);
-    args.push_back(bufs.back().va);
   }
+  std::vector<hcq::Val> args;
+  for (const codegen::Param& p : ck->kernel.params)
+    if (p.kind == codegen::Param::Kind::Buffer) args.push_back(bufs.at(static_cast<size_t>(p.slot)).va);
   for (size_t i = 0; i < vars.size() && static_cast<int>(i) < prog->vars; ++i)
     args.push_back(static_cast<uint64_t>(vars[i]));  // unused variables are dropped
   uint64_t t = dev.next_timeline();

@@ -91,7 +91,7 @@ const std::vector<DeviceRow>& device_rows() {
                                                     "FIFO_ERROR_MMU_ERR_FLT"};
   static const std::vector<DeviceRow> rows = {
       {.device = "cpu",
-       .undetected = "the cpu device cannot catch a kernel's out-of-bounds store yet: on the host it would be a SIGSEGV of this process",
+       .fault = {"page fault at 0x10", "kernel add_one", "an unmapped address"},
        .open = [](bool small) { return open_cpu(small, false); }},
       {.device = "emu:amd", .fault = amd_fault, .fault_instruction = "global_store", .open = open_emu_amd},
       {.device = "amd:kfd", .fault = amd_fault, .open = open_amd_kfd},
@@ -618,6 +618,22 @@ TEST_CASE("hcq: an out-of-bounds kernel is a device fault naming the kernel and 
     }
     CHECK_THROWS_AS(dev.alloc(64), hcq::DeviceError);
   }
+}
+
+TEST_CASE("hcq: on the cpu device a store running off the end of a buffer hits its guard page: a device fault, the process alive") {
+  cpu::CpuDevice dev;
+  auto prog = add_one(dev);
+  hcq::Buffer big = dev.alloc(8 << 20), in = dev.alloc(4000);  // a buffer this large is its own mapping
+  uint64_t v = dev.next_timeline();
+  auto q = dev.compute_queue();
+  Val args[] = {big.va + big.size - 400, in.va};  // add_one writes 1000 int32: 3600 bytes too many
+  q->exec(*prog, args).signal(dev.timeline(), v);
+  q->submit();
+  CHECK_THROWS_WITH_AS(dev.synchronize(), doctest::Contains("page fault at 0x"), hcq::DeviceError);
+  CHECK(dev.failed());
+  CHECK_MESSAGE(dev.error().find("bytes past the end of device memory at") != std::string::npos, dev.error());
+  CHECK_MESSAGE(dev.error().find("kernel add_one") != std::string::npos, dev.error());
+  CHECK(static_cast<int32_t*>(big.host)[big.size / 4 - 100] == 1);  // the part inside the buffer was written before the fault
 }
 
 TEST_CASE("hcq: the kernarg ring waits for the device instead of overwriting, and steps over live queues") {

@@ -129,7 +129,10 @@ struct Decoder {
   void set_op(std::string_view mn) {
     in.op = mn.empty() ? nullptr : find_op(mn);
     if (mn.empty()) ok = false, why = "no instruction has this encoding";
-    else if (!in.op) ok = false, why = "not implemented";
+    else if (!in.op) {
+      const std::string_view reason = not_modelled_reason(mn);
+      ok = false, why = reason.empty() ? "not implemented" : "not implemented: " + std::string(reason);
+    }
   }
 
   void run() {

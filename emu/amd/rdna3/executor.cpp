@@ -159,6 +159,7 @@ void init_wave(Wave& w, Run& run, Workgroup& wg, uint32_t index, uint32_t (*vgpr
   const uint32_t rsrc2 = d.descriptor.compute_pgm_rsrc2;
   w = Wave{};
   w.v = vgprs;
+  w.vgpr_count = run.vgprs;
   std::memset(vgprs, 0, sizeof(uint32_t) * kLanes * run.vgprs);
   w.wg = &wg;
   w.id = index;

@@ -238,6 +238,8 @@ void ds_permute(Wave& w, const Inst& in) {
     if (exec >> l & 1) w.v[in.dst][l] = out[l];
 }
 
+void ds_nop(Wave&, const Inst&) {}
+
 std::vector<OpDef> build() {
   std::vector<OpDef> v;
   loads_and_stores<Space::Global>(v, "global_");
@@ -257,6 +259,7 @@ std::vector<OpDef> build() {
   v.push_back(mem("ds_store_2addr_stride64_b64", ds_store_2addr<1>, 16, fl::kStore));
   v.push_back(mem("ds_bpermute_b32", ds_bpermute, 4, fl::kLoad));
   v.push_back(mem("ds_permute_b32", ds_permute, 4, fl::kLoad));
+  v.push_back(mem("ds_nop", ds_nop, 0, 0));
   return v;
 }
 

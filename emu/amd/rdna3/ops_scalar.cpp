@@ -2,6 +2,7 @@
 // reference defines them, SCC included.
 #include <bit>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "emu/amd/rdna3/ops.h"
@@ -47,6 +48,30 @@ uint64_t lshl_add(Wave& w, uint64_t a, uint64_t b, const Inst&) {
   uint64_t r = (uint64_t{u32(a)} << N) + u32(b);
   w.scc = r >> 32;
   return u32(r);
+}
+
+// Leading bits equal to the sign bit, the sign bit excluded; -1 when every bit is the same (S_CLS_I32).
+template <class T>
+uint64_t count_sign_bits(T x) {
+  const auto u = static_cast<std::make_unsigned_t<T>>(x < 0 ? ~x : x);
+  return u == 0 ? 0xffffffffu : u32(std::countl_zero(u));
+}
+template <class T>
+T reverse_bits(T x) {
+  T r = 0;
+  for (int i = 0; i < static_cast<int>(sizeof(T) * 8); ++i) r |= static_cast<T>((x >> i) & 1) << (sizeof(T) * 8 - 1 - i);
+  return r;
+}
+// S_QUADMASK: bit i set when any bit of nibble i is; S_WQM: each nibble with a bit set becomes all ones.
+uint64_t quadmask(uint64_t x, int nibbles) {
+  uint64_t r = 0;
+  for (int i = 0; i < nibbles; ++i) r |= uint64_t{(x >> (4 * i) & 15) != 0} << i;
+  return r;
+}
+uint64_t whole_quads(uint64_t x, int nibbles) {
+  uint64_t r = 0;
+  for (int i = 0; i < nibbles; ++i) r |= (x >> (4 * i) & 15 ? uint64_t{15} : 0) << (4 * i);
+  return r;
 }
 
 // MODE register (hwreg 1): FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP [8], IEEE [9].
@@ -118,6 +143,41 @@ void saveexec(Wave& w, const Inst& in) {
   w.scc = e != 0;
 }
 #define SX(...) ([](uint32_t s, uint32_t e) -> uint32_t { return __VA_ARGS__; })
+
+// S_AND_NOT{0,1}_WREXEC: EXEC = ~S0 & EXEC (not0) or S0 & ~EXEC (not1); the new EXEC also goes to the destination.
+template <bool Not1>
+void wrexec(Wave& w, const Inst& in) {
+  const uint32_t s0 = u32(scalar_src(w, in, 0)), e = w.exec();
+  const uint32_t n = Not1 ? s0 & ~e : ~s0 & e;
+  w.write_sgpr(kExec, n);
+  w.write_sgpr(in.dst, n);
+  w.scc = n != 0;
+}
+
+// M0-relative SGPR indexing. An index past s105 reads s0 and writes nothing, as the ISA defines out-of-range
+// S_MOVREL operands. The source address is the raw operand code of S0.
+constexpr uint64_t kSgprFile = 106;
+bool sgpr_in_range(uint64_t addr, int words) { return addr + static_cast<uint64_t>(words) <= kSgprFile; }
+template <int Words>
+void s_movrels(Wave& w, const Inst& in) {
+  uint64_t addr = uint64_t{in.src_reg[0]} + w.s[kM0];
+  if (!sgpr_in_range(addr, Words)) addr = 0;
+  if (Words == 2) w.write_sgpr64(in.dst, w.sgpr64(static_cast<uint16_t>(addr)));
+  else w.write_sgpr(in.dst, w.s[addr]);
+}
+template <int Words>
+void s_movreld(Wave& w, const Inst& in) {
+  const uint64_t value = scalar_src(w, in, 0), addr = uint64_t{in.dst} + w.s[kM0];
+  if (!sgpr_in_range(addr, Words)) return;
+  for (int i = 0; i < Words; ++i) w.s[addr + static_cast<uint64_t>(i)] = static_cast<uint32_t>(value >> (32 * i));
+}
+// S_MOVRELSD_2_B32: source indexed by M0[9:0], destination by M0[25:16].
+void s_movrelsd_2(Wave& w, const Inst& in) {
+  uint64_t from = uint64_t{in.src_reg[0]} + (w.s[kM0] & 0x3ff);
+  const uint64_t to = uint64_t{in.dst} + (w.s[kM0] >> 16 & 0x3ff);
+  if (!sgpr_in_range(from, 1)) from = 0;
+  if (sgpr_in_range(to, 1)) w.s[to] = w.s[from];
+}
 
 // --- scalar memory -------------------------------------------------------------------------------
 
@@ -193,21 +253,32 @@ std::vector<OpDef> build() {
         sop<SL(return (a & 0xffff) | (b & 0xffff) << 16;)>("s_pack_ll_b32_b16", B32, B32, B32),
         sop<SL(return (a & 0xffff) | (b & 0xffff0000u);)>("s_pack_lh_b32_b16", B32, B32, B32),
         sop<SL(return (a >> 16 & 0xffff) | (b & 0xffff0000u);)>("s_pack_hh_b32_b16", B32, B32, B32),
+        sop<SL(return (a >> 16 & 0xffff) | (b & 0xffff) << 16;)>("s_pack_hl_b32_b16", B32, B32, B32),
         // SOP1
         sop<SL(return a;)>("s_mov_b32", B32, B32), sop<SL(return a;)>("s_mov_b64", B64, B64),
         sop<SL(return w.scc ? a : w.s[in.dst & 127];)>("s_cmov_b32", B32, B32), sop<SL(return w.scc ? a : w.sgpr64(in.dst);)>("s_cmov_b64", B64, B64),
         sop<SL(return nz(w, u32(~a));)>("s_not_b32", B32, B32), sop<SL(return nz(w, ~a);)>("s_not_b64", B64, B64),
-        sop<SL(uint32_t x = u32(a), r = 0; for (int i = 0; i < 32; ++i) r |= (x >> i & 1) << (31 - i); return r;)>("s_brev_b32", B32, B32),
+        sop<SL(return reverse_bits(u32(a));)>("s_brev_b32", B32, B32), sop<SL(return reverse_bits(a);)>("s_brev_b64", B64, B64),
+        sop<SL(return nz(w, u32(64 - std::popcount(a)));)>("s_bcnt0_i32_b64", B32, B64),
         sop<SL(return nz(w, u32(32 - std::popcount(u32(a))));)>("s_bcnt0_i32_b32", B32, B32),
         sop<SL(return nz(w, u32(std::popcount(u32(a))));)>("s_bcnt1_i32_b32", B32, B32),
         sop<SL(return nz(w, u32(std::popcount(a)));)>("s_bcnt1_i32_b64", B32, B64),
         sop<SL(return a ? u32(std::countr_zero(u32(a))) : 0xffffffffu;)>("s_ctz_i32_b32", B32, B32),
         sop<SL(return a ? u32(std::countr_zero(a)) : 0xffffffffu;)>("s_ctz_i32_b64", B32, B64),
         sop<SL(return a ? u32(std::countl_zero(u32(a))) : 0xffffffffu;)>("s_clz_i32_u32", B32, B32),
+        sop<SL(return a ? u32(std::countl_zero(a)) : 0xffffffffu;)>("s_clz_i32_u64", B32, B64),
+        sop<SL(return count_sign_bits(s32(a));)>("s_cls_i32", B32, B32),
+        sop<SL(return count_sign_bits(static_cast<int64_t>(a));)>("s_cls_i32_i64", B32, B64),
         sop<SL(return u32(static_cast<int32_t>(static_cast<int8_t>(a)));)>("s_sext_i32_i8", B32, B32),
         sop<SL(return u32(static_cast<int32_t>(static_cast<int16_t>(a)));)>("s_sext_i32_i16", B32, B32),
         sop<SL(return w.s[in.dst & 127] & ~(1u << (a & 31));)>("s_bitset0_b32", B32, B32),
         sop<SL(return w.s[in.dst & 127] | (1u << (a & 31));)>("s_bitset1_b32", B32, B32),
+        sop<SL(return w.sgpr64(in.dst) & ~(uint64_t{1} << (a & 63));)>("s_bitset0_b64", B64, B32),
+        sop<SL(return w.sgpr64(in.dst) | uint64_t{1} << (a & 63);)>("s_bitset1_b64", B64, B32),
+        sop<SL(uint64_t r = 0; for (int i = 0; i < 32; ++i) r |= uint64_t{(a >> i & 1) * 3u} << (2 * i); return r;)>("s_bitreplicate_b64_b32", B64,
+                                                                                                                     B32),
+        sop<SL(return nz(w, quadmask(u32(a), 8));)>("s_quadmask_b32", B32, B32), sop<SL(return nz(w, quadmask(a, 16));)>("s_quadmask_b64", B64, B64),
+        sop<SL(return nz(w, whole_quads(u32(a), 8));)>("s_wqm_b32", B32, B32), sop<SL(return nz(w, whole_quads(a, 16));)>("s_wqm_b64", B64, B64),
         sop<SL(int32_t x = s32(a); return nz(w, u32(x < 0 ? 0u - u32(x) : u32(x)));)>("s_abs_i32", B32, B32),
         OpDef{"s_getpc_b64", s_getpc, nullptr, B64, {None, None, None}, 0, 0}, OpDef{"s_setpc_b64", s_setpc, nullptr, None, {B64, None, None}, 0, 0},
         OpDef{"s_swappc_b64", s_swappc, nullptr, B64, {B64, None, None}, 0, 0},
@@ -221,6 +292,13 @@ std::vector<OpDef> build() {
         OpDef{"s_or_not0_saveexec_b32", saveexec<SX(~s | e)>, nullptr, B32, {B32, None, None}, 0, 0},
         OpDef{"s_and_not1_saveexec_b32", saveexec<SX(s & ~e)>, nullptr, B32, {B32, None, None}, 0, 0},
         OpDef{"s_or_not1_saveexec_b32", saveexec<SX(s | ~e)>, nullptr, B32, {B32, None, None}, 0, 0},
+        OpDef{"s_and_not0_wrexec_b32", wrexec<false>, nullptr, B32, {B32, None, None}, 0, 0},
+        OpDef{"s_and_not1_wrexec_b32", wrexec<true>, nullptr, B32, {B32, None, None}, 0, 0},
+        OpDef{"s_movrels_b32", s_movrels<1>, nullptr, B32, {B32, None, None}, 0, 0},
+        OpDef{"s_movrels_b64", s_movrels<2>, nullptr, B64, {B64, None, None}, 0, 0},
+        OpDef{"s_movreld_b32", s_movreld<1>, nullptr, B32, {B32, None, None}, 0, 0},
+        OpDef{"s_movreld_b64", s_movreld<2>, nullptr, B64, {B64, None, None}, 0, 0},
+        OpDef{"s_movrelsd_2_b32", s_movrelsd_2, nullptr, B32, {B32, None, None}, 0, 0},
         // SOPC
         sop<SL(w.scc = cmp(0, s32(a), s32(b)); return 0;)>("s_cmp_eq_i32", None, B32, B32),
         sop<SL(w.scc = cmp(1, s32(a), s32(b)); return 0;)>("s_cmp_lg_i32", None, B32, B32),

@@ -194,6 +194,52 @@ uint32_t perm_byte(uint64_t pair, uint32_t sel) {
   return (pair >> (8 * kSignByte[sel - 8] + 7) & 1) ? 0xff : 0;
 }
 
+// Integer results of the saturating (clamp) forms.
+uint64_t sat_i32(int64_t v, bool clamp) {
+  if (clamp) v = std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+  return u32(static_cast<uint64_t>(v));
+}
+uint64_t sat_i16(int32_t v, bool clamp) { return static_cast<uint16_t>(clamp ? std::clamp(v, -32768, 32767) : v); }
+uint32_t absdiff(uint32_t x, uint32_t y) { return x > y ? x - y : y - x; }
+// Sum of the absolute differences of the four bytes (V_SAD_U8); the masked form (V_MSAD_U8) skips the bytes
+// where S1 is zero.
+uint64_t sad_bytes(uint64_t a, uint64_t b, bool masked) {
+  uint64_t sum = 0;
+  for (int i = 0; i < 32; i += 8)
+    if (!masked || (b >> i & 0xff)) sum += absdiff(a >> i & 0xff, b >> i & 0xff);
+  return sum;
+}
+// V_LERP_U8: the per-byte average, rounded up where the byte of S2 has its low bit set.
+uint64_t lerp_bytes(uint64_t a, uint64_t b, uint64_t c) {
+  uint32_t r = 0;
+  for (int i = 0; i < 32; i += 8) r |= u32(((a >> i & 0xff) + (b >> i & 0xff) + (c >> i & 1)) >> 1) << i;
+  return r;
+}
+// V_SAT_PK_U8_I16: each signed half saturated to [0, 255], packed into 16 bits.
+uint64_t sat_pk_u8(uint64_t a) {
+  auto sat8 = [](int16_t v) { return static_cast<uint32_t>(std::clamp<int>(v, 0, 255)); };
+  return sat8(s16(a)) | sat8(s16(a >> 16)) << 8;
+}
+// DX9 multiply rules: zero times anything (infinity and NaN included) is zero.
+bool dx9_zero(uint64_t a, uint64_t b) { return f32(a) == 0.0f || f32(b) == 0.0f; }
+float bf16(uint64_t h) { return f32((h & 0xffff) << 16); }
+// V_DOT2ACC_F32_{F16,BF16}: D += lo * lo, then D += hi * hi, each sum rounded to f32.
+template <float (*Half)(uint64_t)>
+uint64_t dot2_accumulate(uint64_t a, uint64_t b, uint64_t acc) {
+  float d = f32(acc);
+  d += Half(a) * Half(b);
+  d += Half(a >> 16) * Half(b >> 16);
+  return bits_of(d);
+}
+// V_CVT_OFF_F32_I4: the signed 4-bit value in S0[3:0], in sixteenths.
+float offset_i4(uint64_t a) { return static_cast<float>(static_cast<int>(a & 15) - (a & 8 ? 16 : 0)) / 16.0f; }
+// V_MULLIT_F32: S0 * S1, or -MAX_FLOAT when S1 is -MAX_FLOAT, -inf or NaN, or S2 is not positive.
+uint64_t mullit(float s0, float s1, float s2) {
+  const float lowest = std::numeric_limits<float>::lowest();
+  if (s1 == lowest || s1 == -std::numeric_limits<float>::infinity() || std::isnan(s1) || !(s2 > 0.0f)) return bits_of(lowest);
+  return bits_of(s0 * s1);
+}
+
 // --- compares ------------------------------------------------------------------------------------
 
 // Float predicates in the ISA's order: F LT EQ LE GT LG GE O U NGE NLG NGT NLE NEQ NLT T.
@@ -308,26 +354,95 @@ void mbcnt(Wave& w, const Inst& in) {
 }
 
 void nop(Wave&, const Inst&) {}
+void v_illegal(Wave&, const Inst&) {
+  throw WaveFault{Fault::Kind::Illegal, "the kernel executed v_illegal (an all-zero dword decodes as it: did execution run into zeroed memory?)", 0,
+                  Access::Read, ""};
+}
+
+// M0-relative VGPR indexing (V_MOVRELS, V_MOVRELD, V_MOVRELSD, V_MOVRELSD_2, V_SWAPREL), as the ISA defines an
+// out-of-range operand: a source past the wave's VGPR allocation reads v0; a destination past it is not written.
+constexpr uint32_t kOutOfRange = ~0u;
+uint32_t vgpr_at(const Wave& w, uint32_t base, uint32_t index) {
+  const uint64_t r = uint64_t{base} + index;
+  return r < w.vgpr_count ? static_cast<uint32_t>(r) : kOutOfRange;
+}
+void move_lanes(Wave& w, uint32_t from, uint32_t to) {
+  if (to == kOutOfRange) return;
+  const uint32_t* src = w.v[from == kOutOfRange ? 0 : from];
+  uint32_t tmp[kLanes];
+  std::memcpy(tmp, src, sizeof tmp);
+  const uint32_t exec = w.exec();
+  for (int l = 0; l < kLanes; ++l)
+    if (exec >> l & 1) w.v[to][l] = tmp[l];
+}
+uint32_t vgpr_source(const Inst& in) { return in.src_kind[0] == Src::Vgpr ? in.src_reg[0] : kOutOfRange; }
+void v_movrels(Wave& w, const Inst& in) {
+  const uint32_t src = vgpr_source(in);
+  move_lanes(w, src == kOutOfRange ? src : vgpr_at(w, src, w.s[kM0]), vgpr_at(w, in.dst, 0));
+}
+void v_movreld(Wave& w, const Inst& in) {
+  alignas(64) uint64_t a[kLanes];
+  fetch(w, in, 0, a);
+  const uint32_t to = vgpr_at(w, in.dst, w.s[kM0]), exec = w.exec();
+  if (to == kOutOfRange) return;
+  for (int l = 0; l < kLanes; ++l)
+    if (exec >> l & 1) w.v[to][l] = static_cast<uint32_t>(a[l]);
+}
+template <bool Split>  // V_MOVRELSD_2: source indexed by M0[9:0], destination by M0[25:16]
+void v_movrelsd(Wave& w, const Inst& in) {
+  const uint32_t m0 = w.s[kM0], src = vgpr_source(in);
+  move_lanes(w, src == kOutOfRange ? src : vgpr_at(w, src, Split ? m0 & 0x3ff : m0), vgpr_at(w, in.dst, Split ? m0 >> 16 & 0x3ff : m0));
+}
+// V_SWAPREL_B32 swaps the VGPRs at SRC0 + M0[9:0] and VDST + M0[25:16]; with either out of range nothing is written.
+void v_swaprel(Wave& w, const Inst& in) {
+  const uint32_t m0 = w.s[kM0], src = vgpr_source(in);
+  const uint32_t a = src == kOutOfRange ? src : vgpr_at(w, src, m0 & 0x3ff), b = vgpr_at(w, in.dst, m0 >> 16 & 0x3ff);
+  if (a == kOutOfRange || b == kOutOfRange) return;
+  const uint32_t exec = w.exec();
+  for (int l = 0; l < kLanes; ++l)
+    if (exec >> l & 1) std::swap(w.v[a][l], w.v[b][l]);
+}
+// V_SWAP_B32 / V_SWAP_B16: exchange VDST and the VGPR SRC0 (16-bit halves as true16 names them).
+void v_swap_b32(Wave& w, const Inst& in) {
+  if (in.src_kind[0] != Src::Vgpr) return;
+  const uint32_t exec = w.exec();
+  for (int l = 0; l < kLanes; ++l)
+    if (exec >> l & 1) std::swap(w.v[in.dst][l], w.v[in.src_reg[0]][l]);
+}
+void v_swap_b16(Wave& w, const Inst& in) {
+  if (in.src_kind[0] != Src::Vgpr) return;
+  const int sd = in.dst_hi ? 16 : 0, ss = in.src_hi[0] ? 16 : 0;
+  const uint32_t exec = w.exec();
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    uint32_t &d = w.v[in.dst][l], &s = w.v[in.src_reg[0]][l];
+    const uint32_t x = d >> sd & 0xffff, y = s >> ss & 0xffff;
+    d = (d & ~(0xffffu << sd)) | y << sd;
+    s = (s & ~(0xffffu << ss)) | x << ss;
+  }
+}
 
 // --- VOP3P: packed 16-bit math -------------------------------------------------------------------
 
 // Each half of the result takes, per source, the half opsel (low result) or opsel_hi (high result)
 // selects, with neg (low) or neg_hi (high) applied to float sources.
+// Source k of a VOP3P op as whole 32-bit registers: the op picks the halves it reads.
+void fetch_packed(const Wave& w, const Inst& in, int k, uint64_t* s) {
+  if (in.src_kind[k] == Src::Vgpr) {
+    for (int l = 0; l < kLanes; ++l) s[l] = w.v[in.src_reg[k]][l];
+    return;
+  }
+  const uint64_t v = in.src_kind[k] == Src::Sgpr ? w.s[in.src_reg[k] & 127] : scalar_src(w, in, k);
+  for (int l = 0; l < kLanes; ++l) s[l] = v;
+}
+
 template <auto F>
 void vop3p(Wave& w, const Inst& in) {
   const OpDef& op = *in.op;
   alignas(64) uint64_t s[3][kLanes] = {};
   int n = 0;
   for (int k = 0; k < 3; ++k)
-    if (op.src[k] != None) {
-      n = k + 1;
-      if (in.src_kind[k] == Src::Vgpr) {
-        for (int l = 0; l < kLanes; ++l) s[k][l] = w.v[in.src_reg[k]][l];
-      } else {
-        uint64_t v = in.src_kind[k] == Src::Sgpr ? w.s[in.src_reg[k] & 127] : scalar_src(w, in, k);
-        for (int l = 0; l < kLanes; ++l) s[k][l] = v;
-      }
-    }
+    if (op.src[k] != None) n = k + 1, fetch_packed(w, in, k, s[k]);
   alignas(64) uint64_t d[kLanes];
   const bool fp = is_float(op.src[0]);
   for (int l = 0; l < kLanes; ++l) {
@@ -351,6 +466,47 @@ void vop3p(Wave& w, const Inst& in) {
 template <auto F>
 OpDef pk(std::string_view name, Ty t, int arity) {
   return OpDef{name, vop3p<F>, nullptr, B32, {t, arity > 1 ? t : None, arity > 2 ? t : None}, 0, 0};
+}
+
+// VOP3P dot products: F(S0, S1, S2, inst) over whole registers, then output clamp and the write.
+template <auto F>
+void vop3p_dot(Wave& w, const Inst& in) {
+  alignas(64) uint64_t s[3][kLanes], d[kLanes];
+  for (int k = 0; k < 3; ++k) fetch_packed(w, in, k, s[k]);
+  for (int l = 0; l < kLanes; ++l) d[l] = F(s[0][l], s[1][l], s[2][l], in);
+  commit(w, in, d, 0);
+}
+template <auto F>
+OpDef dot(std::string_view name, Ty d, Ty s01, Ty s2) {
+  return OpDef{name, vop3p_dot<F>, nullptr, d, {s01, s01, s2}, 0, 0};
+}
+// V_DOT2_F32_{F16,BF16}: op_sel picks the halves of S0 and S1 for the low product and op_sel_hi for the high one;
+// neg and neg_hi flip their signs, and neg[2] negates the f32 accumulator. tmp = lo * lo; tmp += hi * hi; tmp += S2.
+template <float (*Half)(uint64_t)>
+uint64_t dot2_f32(uint64_t a, uint64_t b, uint64_t c, const Inst& in) {
+  auto half = [&](uint64_t x, int k, bool hi) {
+    const uint64_t h = x >> (((hi ? in.opsel_hi : in.opsel) >> k & 1) * 16) & 0xffff;
+    return Half(h ^ (((hi ? in.neg_hi : in.neg) >> k & 1) << 15));
+  };
+  float t = half(a, 0, false) * half(b, 1, false);
+  t += half(a, 0, true) * half(b, 1, true);
+  t += (in.neg >> 2 & 1) ? -f32(c) : f32(c);
+  return bits_of(t);
+}
+// V_DOT4_*_8 / V_DOT8_*_4: Bits-wide lanes of S0 and S1 multiplied and summed onto S2. In the IU forms neg[0] and
+// neg[1] make S0's and S1's lanes signed; clamp saturates the sum.
+template <int Bits, bool Iu>
+uint64_t dot_int(uint64_t a, uint64_t b, uint64_t c, const Inst& in) {
+  constexpr uint64_t kMask = (uint64_t{1} << Bits) - 1;
+  const bool sa = Iu && (in.neg & 1), sb = Iu && (in.neg >> 1 & 1);
+  auto lane = [](uint64_t x, int i, bool is_signed) {
+    const auto v = static_cast<int64_t>(x >> i & kMask);
+    return is_signed && (v >> (Bits - 1)) ? v - (int64_t{1} << Bits) : v;
+  };
+  int64_t sum = Iu ? int64_t{s32(c)} : int64_t{u32(c)};
+  for (int i = 0; i < 32; i += Bits) sum += lane(a, i, sa) * lane(b, i, sb);
+  if (Iu) return sat_i32(sum, in.clamp);
+  return sat_u32(static_cast<uint64_t>(sum), in.clamp);
 }
 
 // v_fma_mix*: each source is an f32, or (opsel_hi bit set) the f16 half opsel selects.
@@ -399,6 +555,15 @@ std::vector<OpDef> build() {
       OpDef{"v_readlane_b32", readlane, nullptr, B32, {B32, B32, None}, fl::kScalarDst, 0},
       OpDef{"v_writelane_b32", writelane, nullptr, B32, {B32, B32, None}, 0, 0},
       OpDef{"v_nop", nop, nullptr, None, {None, None, None}, 0, 0},
+      OpDef{"v_pipeflush", nop, nullptr, None, {None, None, None}, 0, 0},
+      OpDef{"v_illegal", v_illegal, nullptr, None, {None, None, None}, 0, 0},
+      OpDef{"v_swap_b32", v_swap_b32, nullptr, B32, {B32, None, None}, 0, 0},
+      OpDef{"v_swap_b16", v_swap_b16, nullptr, B16, {B16, None, None}, 0, 0},
+      OpDef{"v_movrels_b32", v_movrels, nullptr, B32, {B32, None, None}, 0, 0},
+      OpDef{"v_movreld_b32", v_movreld, nullptr, B32, {B32, None, None}, 0, 0},
+      OpDef{"v_movrelsd_b32", v_movrelsd<false>, nullptr, B32, {B32, None, None}, 0, 0},
+      OpDef{"v_movrelsd_2_b32", v_movrelsd<true>, nullptr, B32, {B32, None, None}, 0, 0},
+      OpDef{"v_swaprel_b32", v_swaprel, nullptr, B32, {B32, None, None}, 0, 0},
       OpDef{"v_mbcnt_lo_u32_b32", mbcnt<false>, nullptr, B32, {B32, B32, None}, 0, 0},
       OpDef{"v_mbcnt_hi_u32_b32", mbcnt<true>, nullptr, B32, {B32, B32, None}, 0, 0},
       // f32 arithmetic
@@ -418,6 +583,12 @@ std::vector<OpDef> build() {
       vop<LANE(return bits_of(fmed3(f32(A), f32(B), f32(C)));)>("v_med3_f32", F32, F32, F32, F32),
       vop<LANE(return bits_of(fmax_ieee(fmin_ieee(f32(A), f32(B)), f32(C)));)>("v_minmax_f32", F32, F32, F32, F32),
       vop<LANE(return bits_of(fmin_ieee(fmax_ieee(f32(A), f32(B)), f32(C)));)>("v_maxmin_f32", F32, F32, F32, F32),
+      vop<LANE(return dx9_zero(A, B) ? 0 : bits_of(f32(A) * f32(B));)>("v_mul_dx9_zero_f32", F32, F32, F32),
+      vop<LANE(return dx9_zero(A, B) ? C : bits_of(std::fma(f32(A), f32(B), f32(C)));)>("v_fma_dx9_zero_f32", F32, F32, F32, F32),
+      vop<LANE(return dx9_zero(A, B) ? C : bits_of(std::fma(f32(A), f32(B), f32(C)));)>("v_fmac_dx9_zero_f32", F32, F32, F32, F32, fl::kAccumulate),
+      vop<LANE(return mullit(f32(A), f32(B), f32(C));)>("v_mullit_f32", F32, F32, F32, F32),
+      vop<LANE(return dot2_accumulate<f16>(A, B, C);)>("v_dot2acc_f32_f16", F32, B32, B32, F32, fl::kAccumulate),
+      vop<LANE(return dot2_accumulate<bf16>(A, B, C);)>("v_dot2acc_f32_bf16", F32, B32, B32, F32, fl::kAccumulate),
       vop<LANE(return bits_of(std::ldexp(f32(A), s32(B)));)>("v_ldexp_f32", F32, F32, B32),
       vop<LANE(bool vcc = false; float r = div_scale(f32(A), f32(B), f32(C), vcc); flag = vcc; return bits_of(r);)>(
           "v_div_scale_f32", F32, F32, F32, F32, fl::kCarryOut),
@@ -482,6 +653,17 @@ std::vector<OpDef> build() {
       vop<LANE(return bits_f16(std::floor(f16(A)));)>("v_floor_f16", F16, F16),
       vop<LANE(return bits_f16(std::nearbyint(f16(A)));)>("v_rndne_f16", F16, F16),
       vop<LANE(return bits_f16(fract(f16(A)));)>("v_fract_f16", F16, F16),
+      vop<LANE(return bits_f16(frexp_mant(f16(A)));)>("v_frexp_mant_f16", F16, F16),
+      vop<LANE(return static_cast<uint16_t>(frexp_exp(f16(A)));)>("v_frexp_exp_i16_f16", B16, F16),
+      vop<LANE(return bits_f16(std::sin(revolutions(f16(A))));)>("v_sin_f16", F16, F16),
+      vop<LANE(return bits_f16(std::cos(revolutions(f16(A))));)>("v_cos_f16", F16, F16),
+      vop<LANE(return bits_f16(fmin_ieee(fmin_ieee(f16(A), f16(B)), f16(C)));)>("v_min3_f16", F16, F16, F16, F16),
+      vop<LANE(return bits_f16(fmax_ieee(fmax_ieee(f16(A), f16(B)), f16(C)));)>("v_max3_f16", F16, F16, F16, F16),
+      vop<LANE(return bits_f16(fmed3(f16(A), f16(B), f16(C)));)>("v_med3_f16", F16, F16, F16, F16),
+      vop<LANE(return bits_f16(fmin_ieee(fmax_ieee(f16(A), f16(B)), f16(C)));)>("v_maxmin_f16", F16, F16, F16, F16),
+      vop<LANE(return bits_f16(fmax_ieee(fmin_ieee(f16(A), f16(B)), f16(C)));)>("v_minmax_f16", F16, F16, F16, F16),
+      vop<LANE(auto fma = [](uint64_t a, uint64_t b, uint64_t c) { return bits_f16(std::fma(double{f16(a)}, double{f16(b)}, double{f16(c)})); };
+               return fma(A, B, C) | fma(A >> 16, B >> 16, C >> 16) << 16;)>("v_pk_fmac_f16", B32, B32, B32, B32, fl::kAccumulate),
       vop<LANE(return bits_f16(div_fixup(f16(A), f16(B), f16(C)));)>("v_div_fixup_f16", F16, F16, F16, F16),
       // conversions
       vop<LANE(return bits_of(static_cast<float>(s32(A)));)>("v_cvt_f32_i32", F32, B32),
@@ -508,6 +690,11 @@ std::vector<OpDef> build() {
       vop<LANE(return bits_of(static_cast<float>(A >> 8 & 0xff));)>("v_cvt_f32_ubyte1", F32, B32),
       vop<LANE(return bits_of(static_cast<float>(A >> 16 & 0xff));)>("v_cvt_f32_ubyte2", F32, B32),
       vop<LANE(return bits_of(static_cast<float>(A >> 24 & 0xff));)>("v_cvt_f32_ubyte3", F32, B32),
+      vop<LANE(return bits_of(offset_i4(A));)>("v_cvt_off_f32_i4", F32, B32),
+      vop<LANE(return uint64_t{static_cast<uint16_t>(to_int<int16_t>(f32(A)))} | uint64_t{static_cast<uint16_t>(to_int<int16_t>(f32(B)))} << 16;)>(
+          "v_cvt_pk_i16_f32", B32, F32, F32),
+      vop<LANE(return uint64_t{to_int<uint16_t>(f32(A))} | uint64_t{to_int<uint16_t>(f32(B))} << 16;)>("v_cvt_pk_u16_f32", B32, F32, F32),
+      vop<LANE(return sat_pk_u8(A);)>("v_sat_pk_u8_i16", B16, B32),
       // Round toward zero: a float rounded to the nearest half, stepped back when it rounded away.
       vop<LANE(auto rtz = [](float x) {
                  uint64_t h = bits_f16(x);
@@ -525,6 +712,8 @@ std::vector<OpDef> build() {
       vop<LANE(return sat_u32(uint64_t{u32(A)} + u32(B), in.clamp);)>("v_add_nc_u32", B32, B32, B32),
       vop<LANE(return in.clamp && u32(B) > u32(A) ? 0 : u32(A - B);)>("v_sub_nc_u32", B32, B32, B32),
       vop<LANE(return in.clamp && u32(A) > u32(B) ? 0 : u32(B - A);)>("v_subrev_nc_u32", B32, B32, B32),
+      vop<LANE(return sat_i32(int64_t{s32(A)} + s32(B), in.clamp);)>("v_add_nc_i32", B32, B32, B32),
+      vop<LANE(return sat_i32(int64_t{s32(A)} - s32(B), in.clamp);)>("v_sub_nc_i32", B32, B32, B32),
       vop<LANE(uint64_t s = uint64_t{u32(A)} + u32(B); flag = s >> 32; return sat_u32(s, in.clamp);)>("v_add_co_u32", B32, B32, B32, None, fl::kCarryOut),
       vop<LANE(flag = u32(B) > u32(A); return flag && in.clamp ? 0 : u32(A - B);)>("v_sub_co_u32", B32, B32, B32, None, fl::kCarryOut),
       vop<LANE(flag = u32(A) > u32(B); return flag && in.clamp ? 0 : u32(B - A);)>("v_subrev_co_u32", B32, B32, B32, None, fl::kCarryOut),
@@ -543,6 +732,8 @@ std::vector<OpDef> build() {
       vop<LANE(return u32(static_cast<uint64_t>(int64_t{sext24(A)} * sext24(B)) >> 32);)>("v_mul_hi_i32_i24", B32, B32, B32),
       vop<LANE(return u32((A & 0xffffff) * (B & 0xffffff) + u32(C));)>("v_mad_u32_u24", B32, B32, B32, B32),
       vop<LANE(return u32(static_cast<uint64_t>(int64_t{sext24(A)} * sext24(B) + s32(C)));)>("v_mad_i32_i24", B32, B32, B32, B32),
+      vop<LANE(return sat_u32((A & 0xffff) * (B & 0xffff) + u32(C), in.clamp);)>("v_mad_u32_u16", B32, B16, B16, B32),
+      vop<LANE(return sat_i32(int64_t{s16(A)} * s16(B) + s32(C), in.clamp);)>("v_mad_i32_i16", B32, B16, B16, B32),
       vop<LANE(unsigned __int128 r = static_cast<unsigned __int128>(uint64_t{u32(A)} * u32(B)) + C; flag = static_cast<bool>(r >> 64);
                return static_cast<uint64_t>(r);)>("v_mad_u64_u32", B64, B32, B32, B64, fl::kCarryOut),
       vop<LANE(__int128 r = static_cast<__int128>(int64_t{s32(A)} * s32(B)) + static_cast<int64_t>(C);
@@ -558,6 +749,18 @@ std::vector<OpDef> build() {
       vop<LANE(return std::min({u32(A), u32(B), u32(C)});)>("v_min3_u32", B32, B32, B32, B32),
       vop<LANE(int32_t a = s32(A), b = s32(B), c = s32(C); return u32(std::max(std::min(a, b), std::min(std::max(a, b), c)));)>("v_med3_i32", B32, B32, B32, B32),
       vop<LANE(uint32_t a = u32(A), b = u32(B), c = u32(C); return std::max(std::min(a, b), std::min(std::max(a, b), c));)>("v_med3_u32", B32, B32, B32, B32),
+      vop<LANE(return std::min(std::max(u32(A), u32(B)), u32(C));)>("v_maxmin_u32", B32, B32, B32, B32),
+      vop<LANE(return std::max(std::min(u32(A), u32(B)), u32(C));)>("v_minmax_u32", B32, B32, B32, B32),
+      vop<LANE(return u32(std::min(std::max(s32(A), s32(B)), s32(C)));)>("v_maxmin_i32", B32, B32, B32, B32),
+      vop<LANE(return u32(std::max(std::min(s32(A), s32(B)), s32(C)));)>("v_minmax_i32", B32, B32, B32, B32),
+      // sums of absolute differences: clamp saturates the 32-bit sum
+      vop<LANE(return sat_u32(sad_bytes(A, B, false) + u32(C), in.clamp);)>("v_sad_u8", B32, B32, B32, B32),
+      vop<LANE(return sat_u32((sad_bytes(A, B, false) << 16) + u32(C), in.clamp);)>("v_sad_hi_u8", B32, B32, B32, B32),
+      vop<LANE(return sat_u32(uint64_t{absdiff(A & 0xffff, B & 0xffff)} + absdiff(A >> 16 & 0xffff, B >> 16 & 0xffff) + u32(C), in.clamp);)>(
+          "v_sad_u16", B32, B32, B32, B32),
+      vop<LANE(return sat_u32(uint64_t{absdiff(u32(A), u32(B))} + u32(C), in.clamp);)>("v_sad_u32", B32, B32, B32, B32),
+      vop<LANE(return sat_u32(sad_bytes(A, B, true) + u32(C), in.clamp);)>("v_msad_u8", B32, B32, B32, B32),
+      vop<LANE(return lerp_bytes(A, B, C);)>("v_lerp_u8", B32, B32, B32, B32),
       vop<LANE(return u32(B) << (A & 31);)>("v_lshlrev_b32", B32, B32, B32),
       vop<LANE(return u32(B) >> (A & 31);)>("v_lshrrev_b32", B32, B32, B32),
       vop<LANE(return u32(s32(B) >> (A & 31));)>("v_ashrrev_i32", B32, B32, B32),
@@ -581,6 +784,7 @@ std::vector<OpDef> build() {
       vop<LANE(uint32_t off = B & 31, width = C & 31;
                return width ? u32(static_cast<int32_t>(u32(A) >> off << (32 - width)) >> (32 - width)) : 0;)>("v_bfe_i32", B32, B32, B32, B32),
       vop<LANE(return u32((A & B) | (~A & C));)>("v_bfi_b32", B32, B32, B32, B32),
+      vop<LANE(return u32(((uint64_t{1} << (A & 31)) - 1) << (B & 31));)>("v_bfm_b32", B32, B32, B32),
       vop<LANE(return u32(((uint64_t{u32(A)} << 32) | u32(B)) >> (C & 31));)>("v_alignbit_b32", B32, B32, B32, B32),
       vop<LANE(return u32(((uint64_t{u32(A)} << 32) | u32(B)) >> (8 * (C & 3)));)>("v_alignbyte_b32", B32, B32, B32, B32),
       vop<LANE(uint64_t pair = uint64_t{u32(A)} << 32 | u32(B); uint32_t r = 0;
@@ -608,7 +812,15 @@ std::vector<OpDef> build() {
       vop<LANE(return A | B;)>("v_or_b16", B16, B16, B16),
       vop<LANE(return A ^ B;)>("v_xor_b16", B16, B16, B16),
       vop<LANE(return ~A & 0xffff;)>("v_not_b16", B16, B16),
-      vop<LANE(return ((A * B) + C) & 0xffff;)>("v_mad_u16", B16, B16, B16, B16),
+      vop<LANE(uint64_t r = A * B + C; return in.clamp ? std::min<uint64_t>(r, 0xffff) : r & 0xffff;)>("v_mad_u16", B16, B16, B16, B16),
+      vop<LANE(return sat_i16(s16(A) * s16(B) + s16(C), in.clamp);)>("v_mad_i16", B16, B16, B16, B16),
+      vop<LANE(return std::min({A, B, C});)>("v_min3_u16", B16, B16, B16, B16),
+      vop<LANE(return std::max({A, B, C});)>("v_max3_u16", B16, B16, B16, B16),
+      vop<LANE(return std::max(std::min(A, B), std::min(std::max(A, B), C));)>("v_med3_u16", B16, B16, B16, B16),
+      vop<LANE(return static_cast<uint16_t>(std::min({s16(A), s16(B), s16(C)}));)>("v_min3_i16", B16, B16, B16, B16),
+      vop<LANE(return static_cast<uint16_t>(std::max({s16(A), s16(B), s16(C)}));)>("v_max3_i16", B16, B16, B16, B16),
+      vop<LANE(int16_t a = s16(A), b = s16(B), c = s16(C); return static_cast<uint16_t>(std::max(std::min(a, b), std::min(std::max(a, b), c)));)>(
+          "v_med3_i16", B16, B16, B16, B16),
       // class tests
       vop<LANE(flag = float_class(f32(A), u32(B), snan32(A), is_denorm(f32(A))); return 0;)>("v_cmp_class_f32", Mask, F32, B32, None, fl::kCompare),
       vop<LANE(flag = float_class(f32(A), u32(B), snan32(A), is_denorm(f32(A))); return 0;)>("v_cmpx_class_f32", Mask, F32, B32, None, fl::kCompare | fl::kCompareExec),
@@ -628,6 +840,13 @@ std::vector<OpDef> build() {
       pk<PK(return add16(A, B, true, in.clamp, true);)>("v_pk_sub_i16", B16, 2),
       pk<PK(return A * B;)>("v_pk_mul_lo_u16", B16, 2),
       pk<PK(return A * B + C;)>("v_pk_mad_u16", B16, 3),
+      pk<PK(return sat_i16(s16(A) * s16(B) + s16(C), in.clamp);)>("v_pk_mad_i16", B16, 3),
+      dot<dot2_f32<f16>>("v_dot2_f32_f16", F32, F16, F32),
+      dot<dot2_f32<bf16>>("v_dot2_f32_bf16", F32, B16, F32),
+      dot<dot_int<8, true>>("v_dot4_i32_iu8", B32, B32, B32),
+      dot<dot_int<8, false>>("v_dot4_u32_u8", B32, B32, B32),
+      dot<dot_int<4, true>>("v_dot8_i32_iu4", B32, B32, B32),
+      dot<dot_int<4, false>>("v_dot8_u32_u4", B32, B32, B32),
       pk<PK(return B << (A & 15);)>("v_pk_lshlrev_b16", B16, 2),
       pk<PK(return B >> (A & 15);)>("v_pk_lshrrev_b16", B16, 2),
       pk<PK(return static_cast<uint16_t>(s16(B) >> (A & 15));)>("v_pk_ashrrev_i16", B16, 2),

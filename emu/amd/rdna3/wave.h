@@ -30,7 +30,7 @@ struct Wave {
   bool scc = false;
   uint64_t pc = 0;
   uint32_t (*v)[kLanes] = nullptr;  // VGPR file, v[register][lane]
-  uint32_t vgpr_count = 0;
+  uint32_t vgpr_count = 0;          // VGPRs the descriptor allocates; M0-relative indexing past them is out of range
   enum class State : uint8_t { Running, Barrier, Ended } state = State::Running;
   bool flush_f32 = false, flush_f16_f64 = false;  // denormal modes from the descriptor (or s_setreg)
   uint32_t mode = 0;                              // the MODE hardware register: FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP, IEEE
