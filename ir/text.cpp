@@ -377,6 +377,13 @@ class Lexer {
 
 // ---- parser --------------------------------------------------------------------------------------
 
+// Input quoted in a message: whole if short, else its start and its length (a 10 MB literal must not
+// come back as a 10 MB message).
+std::string shown(std::string_view t) {
+  if (t.size() <= 60) return std::string(t);
+  return std::string(t.substr(0, 40)) + "... (" + std::to_string(t.size()) + " characters)";
+}
+
 struct Ast {
   enum Kind { Name, Lit, Node } kind;
   int line, col;
@@ -406,7 +413,7 @@ using AstPtr = std::unique_ptr<Ast>;
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : lex_(text) { shift(); }
+  explicit Parser(std::string_view text, SourceMap* where = nullptr) : lex_(text), where_(where) { shift(); }
 
   UOp run() {
     UOp last;
@@ -427,10 +434,10 @@ class Parser {
       }
       AstPtr e = expression(0);
       UOp u = build(*e, std::nullopt);
-      if (tok_.kind != Tok::Newline && tok_.kind != Tok::End) fail("expected end of line, found '" + tok_.text + "'");
+      if (tok_.kind != Tok::Newline && tok_.kind != Tok::End) fail("expected end of line, found '" + shown(tok_.text) + "'");
       if (!bind.empty()) {
         if (reserved(bind)) throw ParseError("'" + bind + "' is reserved and cannot be a name", bline, bcol);
-        if (!names_.emplace(bind, u).second) throw ParseError("name '" + bind + "' is already bound", bline, bcol);
+        if (!names_.emplace(bind, u).second) throw ParseError("name '" + shown(bind) + "' is already bound", bline, bcol);
       }
       last = u;
     }
@@ -447,7 +454,7 @@ class Parser {
       fail("expected '" + std::string(p) + "', found " +
            (tok_.kind == Tok::End       ? "end of input"
             : tok_.kind == Tok::Newline ? "end of line"
-                                        : "'" + tok_.text + "'"));
+                                        : "'" + shown(tok_.text) + "'"));
     shift();
   }
 
@@ -498,7 +505,7 @@ class Parser {
     int line = lex_.line(), col = lex_.col();
     std::string text = lex_.dtype_text();
     auto dt = parse_dtype(text);
-    if (!dt) throw ParseError("unknown dtype '" + text + "'", line, col);
+    if (!dt) throw ParseError("unknown dtype '" + shown(text) + "'", line, col);
     shift();
     return dt;
   }
@@ -519,7 +526,7 @@ class Parser {
       return e;
     }
     if (tok_.kind != Tok::Name)
-      fail(tok_.kind == Tok::End || tok_.kind == Tok::Newline ? "expected an expression" : "unexpected '" + tok_.text + "'");
+      fail(tok_.kind == Tok::End || tok_.kind == Tok::Newline ? "expected an expression" : "unexpected '" + shown(tok_.text) + "'");
     std::string name = tok_.text;
     if (name == "true" || name == "false" || name == "inf" || name == "nan") {
       a->lit = name == "true" || name == "false" ? LitKind::Bool : LitKind::Float;
@@ -657,29 +664,30 @@ class Parser {
   UOp build_literal(const Ast& a, DType dt) {
     if (!dt.is_scalar() || dt.is_void()) throw ParseError("a literal cannot have dtype " + dt.name(), a.line, a.col);
     if (a.lit == LitKind::Bool) {
-      if (!dt.is_bool()) throw ParseError(a.lit_text + " is a bool literal, not " + dt.name(), a.line, a.col);
+      if (!dt.is_bool()) throw ParseError(shown(a.lit_text) + " is a bool literal, not " + dt.name(), a.line, a.col);
       return UOp::const_bool(a.lit_text == "true");
     }
     if (a.lit == LitKind::Float) {
-      if (!dt.is_float()) throw ParseError("float literal " + a.lit_text + " where " + dt.name() + " is expected", a.line, a.col);
+      if (!dt.is_float()) throw ParseError("float literal " + shown(a.lit_text) + " where " + dt.name() + " is expected", a.line, a.col);
       double v;
       if (a.lit_text == "inf") v = INFINITY;
       else if (a.lit_text == "nan") v = NAN;
       else {
         auto [p, ec] = std::from_chars(a.lit_text.data(), a.lit_text.data() + a.lit_text.size(), v);
         if (ec != std::errc() || p != a.lit_text.data() + a.lit_text.size())
-          throw ParseError("bad float literal '" + a.lit_text + "'", a.line, a.col);
+          throw ParseError("bad float literal '" + shown(a.lit_text) + "'", a.line, a.col);
       }
       return UOp::const_float(dt, a.negative ? -v : v);
     }
     if (dt.is_float())
-      throw ParseError("integer literal " + a.lit_text + " where " + dt.name() + " is expected: write " + a.lit_text + ".0", a.line, a.col);
+      throw ParseError("integer literal " + shown(a.lit_text) + " where " + dt.name() + " is expected: write " + shown(a.lit_text) + ".0", a.line,
+                       a.col);
     if (dt.is_bool()) throw ParseError("integer literal where bool is expected: write true or false", a.line, a.col);
     int64_t v;
     try {
       v = parse_int(a.lit_text, a.negative, dt);
     } catch (const ParseError&) {
-      throw ParseError("integer literal " + std::string(a.negative ? "-" : "") + a.lit_text + " does not fit " + dt.name(), a.line, a.col);
+      throw ParseError("integer literal " + std::string(a.negative ? "-" : "") + shown(a.lit_text) + " does not fit " + dt.name(), a.line, a.col);
     }
     if (has_exact_bounds(dt) && (v < dt.min_int() || v > dt.max_int()))
       throw ParseError("integer literal " + std::to_string(v) + " does not fit " + dt.name(), a.line, a.col);
@@ -691,10 +699,14 @@ class Parser {
   UOp build_leaf(const Ast& a, std::optional<DType> want) {
     if (a.kind == Ast::Name) {
       auto it = names_.find(a.name);
-      if (it == names_.end()) throw ParseError("unknown name '" + a.name + "'", a.line, a.col);
+      if (it == names_.end()) throw ParseError("unknown name '" + shown(a.name) + "'", a.line, a.col);
       return it->second;
     }
-    return build_literal(a, a.dt ? *a.dt : want ? *want : default_literal(a.lit));
+    return located(build_literal(a, a.dt ? *a.dt : want ? *want : default_literal(a.lit)), a);
+  }
+  UOp located(UOp u, const Ast& a) {
+    if (where_) where_->try_emplace(u, SourcePos{a.line, a.col});
+    return u;
   }
 
   // A node from its built sources: its dtype written or derived from theirs.
@@ -708,7 +720,7 @@ class Parser {
         const auto& v = std::get<VarArg>(a.arg);
         if (v.min > v.max) throw Error("variable '" + v.name + "': min " + std::to_string(v.min) + " > max " + std::to_string(v.max));
       }
-      return UOp::make(a.op, *dt, src, a.arg);
+      return located(UOp::make(a.op, *dt, src, a.arg), a);
     } catch (const ParseError&) { throw; } catch (const Error& e) {
       throw ParseError(e.what(), a.line, a.col);
     }
@@ -766,6 +778,7 @@ class Parser {
   Token tok_{Tok::End, "", 1, 1};
   std::unordered_map<std::string, UOp> names_;
   int depth_ = 0;
+  SourceMap* where_;
 };
 
 }  // namespace
@@ -773,6 +786,7 @@ class Parser {
 std::string print(const UOp& root) { return Printer(root).run(); }
 
 UOp parse(std::string_view text) { return Parser(text).run(); }
+UOp parse(std::string_view text, SourceMap& where) { return Parser(text, &where).run(); }
 
 std::string to_inline(const UOp& u, size_t max_len) {
   std::string s = print(u);

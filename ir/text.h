@@ -18,6 +18,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "ir/uop.h"
@@ -27,13 +28,26 @@ namespace ugpu::ir {
 class ParseError : public Error {
  public:
   ParseError(const std::string& msg, int line, int col)
-      : Error("line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + msg), line(line), col(col), detail(msg) {}
+      : Error("line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + clipped(msg)), line(line), col(col), detail(clipped(msg)) {}
   int line, col;
   std::string detail;  // the message without the position
+
+ private:
+  static std::string clipped(const std::string& m) {  // a message never echoes megabytes of input
+    return m.size() <= 1000 ? m : m.substr(0, 600) + "... (" + std::to_string(m.size()) + " characters)";
+  }
 };
 
 std::string print(const UOp& root);
 UOp parse(std::string_view text);  // throws ParseError
+
+// Where each node of a parsed graph is first written in the text (1-based), for messages about the
+// graph (verification problems) that point into the file.
+struct SourcePos {
+  int line = 0, col = 0;
+};
+using SourceMap = std::unordered_map<UOp, SourcePos, UOpHash>;
+UOp parse(std::string_view text, SourceMap& where);
 // One line, at most max_len characters (elided with "..."), for error messages.
 std::string to_inline(const UOp& u, size_t max_len = 200);
 

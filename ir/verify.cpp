@@ -311,8 +311,8 @@ bool arg_kind_ok(const UOp& u) {
 
 }  // namespace
 
-std::vector<std::string> verify(const UOp& root) {
-  std::vector<std::string> problems;
+std::vector<Problem> verify_nodes(const UOp& root) {
+  std::vector<Problem> problems;
   for (const UOp& u : root.toposort()) {
     std::string why;
     if (!arg_kind_ok(u)) why = "arg of the wrong kind";
@@ -323,17 +323,33 @@ std::vector<std::string> verify(const UOp& root) {
         why = "arg of the wrong kind";
       }
     }
-    if (!why.empty()) problems.push_back(std::string(op_name(u.op())) + ": " + why + ": " + to_inline(u, 160));
+    if (!why.empty()) problems.push_back({u, std::string(op_name(u.op())) + ": " + why + ": " + to_inline(u, 160)});
   }
   return problems;
 }
 
-void verify_or_throw(const UOp& root) {
-  auto problems = verify(root);
+std::vector<std::string> verify(const UOp& root) {
+  std::vector<std::string> out;
+  for (Problem& p : verify_nodes(root)) out.push_back(std::move(p.message));
+  return out;
+}
+
+namespace {
+void throw_problems(const std::vector<Problem>& problems, const SourceMap* where, const std::string& file) {
   if (problems.empty()) return;
   std::string msg = "UOp graph fails verification (" + std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") + "):";
-  for (size_t i = 0; i < problems.size() && i < 8; ++i) msg += "\n  " + problems[i];
+  for (size_t i = 0; i < problems.size() && i < 8; ++i) {
+    msg += "\n  ";
+    if (where)
+      if (auto it = where->find(problems[i].node); it != where->end())
+        msg += file + ":" + std::to_string(it->second.line) + ":" + std::to_string(it->second.col) + ": ";
+    msg += problems[i].message;
+  }
   throw VerifyError(msg);
 }
+}  // namespace
+
+void verify_or_throw(const UOp& root) { throw_problems(verify_nodes(root), nullptr, ""); }
+void verify_or_throw(const UOp& root, const SourceMap& where, const std::string& file) { throw_problems(verify_nodes(root), &where, file); }
 
 }  // namespace ugpu::ir

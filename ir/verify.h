@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "ir/text.h"
 #include "ir/uop.h"
 
 namespace ugpu::ir {
@@ -16,7 +17,14 @@ class VerifyError : public Error {
 
 // One message per broken node ("ADD: sources have different dtypes int32 and index: <node>").
 std::vector<std::string> verify(const UOp& root);
-// Throws VerifyError listing the first problems.
+struct Problem {
+  UOp node;
+  std::string message;
+};
+std::vector<Problem> verify_nodes(const UOp& root);  // the same, with the node each is about
+// Throws VerifyError listing the first problems. Given where the nodes were parsed from (`where`, and
+// the file's name for the messages), each problem starts with FILE:LINE:COL.
 void verify_or_throw(const UOp& root);
+void verify_or_throw(const UOp& root, const SourceMap& where, const std::string& file);
 
 }  // namespace ugpu::ir

@@ -14,6 +14,7 @@
 #include "codegen/compiler.h"
 #include "common/error.h"
 #include "ir/text.h"
+#include "ir/verify.h"
 #include "tools/args.h"
 
 namespace ugpu::tools {
@@ -64,6 +65,19 @@ std::string read_input(const std::string& path) {
   return ss.str();
 }
 
+std::optional<ir::UOp> read_graph(const std::string& where, const std::string& text) {
+  ir::SourceMap at;
+  ir::UOp u;
+  try {
+    u = ir::parse(text, at);
+  } catch (const ir::ParseError& e) {
+    std::fprintf(stderr, "%s:%d:%d: %s\n", where.c_str(), e.line, e.col, e.detail.c_str());
+    return std::nullopt;
+  }
+  ir::verify_or_throw(u, at, where);
+  return u;
+}
+
 int compile_command(const std::vector<std::string>& args) {
   std::string file, kernel_name, target = "x86", emit, out_path, name;
   int opt = 2;
@@ -111,13 +125,9 @@ int compile_command(const std::vector<std::string>& args) {
   const codegen::Target& t = codegen::find_target(target);
   std::string text = kernel_name.empty() ? read_input(file) : codegen::builtin_kernel(kernel_name).source();
   std::string where = kernel_name.empty() ? file : "kernel " + kernel_name;
-  ir::UOp kernel;
-  try {
-    kernel = ir::parse(text);
-  } catch (const ir::ParseError& e) {
-    std::fprintf(stderr, "%s:%d:%d: %s\n", where.c_str(), e.line, e.col, e.detail.c_str());
-    return 1;
-  }
+  std::optional<ir::UOp> parsed = read_graph(where, text);
+  if (!parsed) return 1;
+  ir::UOp kernel = *parsed;
   codegen::CompileOptions o;
   o.name = !name.empty() ? name : !kernel_name.empty() ? kernel_name : "kernel";
   o.opt_level = opt;

@@ -73,14 +73,9 @@ int run_command(const std::vector<std::string>& args) {
     std::fputs(kRunUsage, stderr);
     return 2;
   }
-  ir::UOp kernel;
-  try {
-    kernel = ir::parse(read_input(file));
-  } catch (const ir::ParseError& e) {
-    std::fprintf(stderr, "%s:%d:%d: %s\n", file.c_str(), e.line, e.col, e.detail.c_str());
-    return 1;
-  }
-  ir::verify_or_throw(kernel);  // everything below reads the graph's shape
+  std::optional<ir::UOp> parsed = read_graph(file, read_input(file));  // verified: everything below reads the graph's shape
+  if (!parsed) return 1;
+  ir::UOp kernel = *parsed;
   drivers::DefaultDevice choice = device.empty() ? drivers::default_device() : drivers::DefaultDevice{device, "chosen with --device"};
   auto dev = drivers::open_device(choice.name);
   auto profiler = trace.empty() ? nullptr : std::make_shared<hcq::Profiler>();

@@ -46,15 +46,9 @@ int graph_command(const std::string& cmd, const std::vector<std::string>& args) 
     std::fprintf(stderr, "ugpu %s: expected one FILE (or - for standard input)\n", cmd.c_str());
     return 2;
   }
-  std::string text = ugpu::tools::read_input(args[0]);
-  ugpu::ir::UOp u;
-  try {
-    u = ugpu::ir::parse(text);
-  } catch (const ugpu::ir::ParseError& e) {
-    std::fprintf(stderr, "%s:%d:%d: %s\n", args[0].c_str(), e.line, e.col, e.detail.c_str());
-    return 1;
-  }
-  ugpu::ir::verify_or_throw(u);
+  std::optional<ugpu::ir::UOp> parsed = ugpu::tools::read_graph(args[0], ugpu::tools::read_input(args[0]));
+  if (!parsed) return 1;
+  ugpu::ir::UOp u = *parsed;
   if (cmd == "simplify") {
     u = ugpu::ir::simplify(u);
     ugpu::ir::verify_or_throw(u);

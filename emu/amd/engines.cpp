@@ -354,7 +354,10 @@ bool QueueEngine::dispatch(const DecodedPacket& p) {
   if (!res.fault) return true;
   const Fault& f = *res.fault;
   if (f.kind == Fault::Kind::Interrupted) return false;  // the queue is being destroyed
-  if (f.kind == Fault::Kind::Memory) return page_fault(f.address, f.access, f.message);
+  // A global address goes through the GPU's page tables: a page fault (KFD's memory exception).
+  // LDS and scratch are per-workgroup and per-lane allocations, not pages: running past their end is
+  // the wave's error, reported as a hardware exception that names it.
+  if (f.kind == Fault::Kind::Memory && f.space != "LDS" && f.space != "scratch") return page_fault(f.address, f.access, f.message);
   return device_fault(f.message);
 }
 

@@ -434,3 +434,32 @@ SINK(END(STORE(INDEX:int32*(out, i), CAST:int32(i)), i))
   CHECK(pm4.find("COMPUTE_TMPRING_SIZE=0x0\n") == std::string::npos);  // WAVES and WAVESIZE set
   CHECK(pm4.find("COMPUTE_DISPATCH_SCRATCH_BASE_LO=") != std::string::npos);
 }
+
+TEST_CASE("amd emu: an LDS access past the workgroup's allocation is a hardware exception naming LDS, the instruction and the wave") {
+  EmuSystem sys;
+  auto dev = sys.open();
+  // tmp holds 64 floats; the index comes from memory, so nothing bounds it at compile time.
+  const char* text = R"(out = DEFINE_GLOBAL:float* {0}
+where = DEFINE_GLOBAL:int32* {1}
+tmp = DEFINE_LOCAL:float[local]* {(0, 64)}
+g = RANGE(2) {0, GLOBAL}
+l = RANGE(64) {1, LOCAL}
+put = STORE(INDEX:float[local]*(tmp, CAST:index(LOAD:int32(INDEX:int32*(where, g*64 + l)))), 1.0)
+bar = BARRIER(END(put, l))
+SINK(END(STORE(INDEX:float*(out, g*64 + l), LOAD:float(INDEX:float[local]*(AFTER(tmp, bar), l))), g, l))
+)";
+  auto prog = drivers::load_kernel(*dev, ir::parse(text), "lds_overrun");
+  hcq::Buffer out = dev->alloc(128 * 4), where = dev->alloc(128 * 4);
+  for (int i = 0; i < 128; ++i) static_cast<int32_t*>(where.host)[i] = i % 64;
+  static_cast<int32_t*>(where.host)[70] = 100000;  // workgroup 1's work-item 6 stores 400 KB past the 256 bytes
+  uint64_t v = dev->next_timeline();
+  auto q = dev->compute_queue();
+  Val args[] = {out.va, where.va};
+  q->wait(dev->timeline(), v - 1).exec(*prog, args).signal(dev->timeline(), v);
+  q->submit();
+  CHECK_THROWS_WITH_AS(dev->synchronize(), doctest::Contains("LDS or scratch access out of range"), hcq::DeviceError);
+  CHECK_MESSAGE(dev->error().find("page fault") == std::string::npos, dev->error());
+  CHECK(log_has(*sys.gpu, "write of LDS address"));
+  CHECK(log_has(*sys.gpu, "ds_store"));
+  CHECK(log_has(*sys.gpu, "workgroup 1,0,0, wave"));
+}

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ir/text.h"
+#include "ir/verify.h"
 
 using namespace ugpu::ir;
 namespace dt = ugpu::ir::dtypes;
@@ -111,4 +112,28 @@ TEST_CASE("text: a flat chain of 20,000 terms parses, prints and frees without d
   CHECK(u.op() == Op::ADD);
   CHECK(u.toposort().size() == 20000);  // the variable and 19,999 additions
   CHECK(print(u).size() > 20000);
+}
+
+TEST_CASE("text: parse with positions: each node knows where it was written, for verification messages") {
+  SourceMap at;
+  UOp u = parse("a = DEFINE_GLOBAL:float* {0}\nb = CONST:int32 {5}\nc = ADD:int32(b, CAST:index(b))\nSTORE(INDEX:float*(a, 0), c)\n", at);
+  std::string msg;
+  try {
+    verify_or_throw(u, at, "k.uop");
+  } catch (const VerifyError& e) { msg = e.what(); }
+  CHECK_MESSAGE(msg.find("k.uop:3:5: ADD: sources have different dtypes") != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("k.uop:4:1: STORE: stored value is int32") != std::string::npos, msg);
+}
+
+TEST_CASE("text: an error about a 10 MB token quotes its start and length, not the token") {
+  for (std::string text :
+       {"x = " + std::string(10'000'000, '1') + ".5:int32", std::string(10'000'000, 'q') + " + 1", "x = 1 " + std::string(10'000'000, 'z')}) {
+    try {
+      parse(text);
+      FAIL("parsed");
+    } catch (const ParseError& e) {
+      CHECK(std::string(e.what()).size() < 400);
+      CHECK(std::string(e.what()).find("characters)") != std::string::npos);
+    }
+  }
 }

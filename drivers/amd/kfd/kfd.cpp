@@ -283,11 +283,14 @@ std::optional<AmdInterface::Fault> KfdInterface::wait_for_progress(std::chrono::
                        : m.read_only  ? "a write to read-only memory"
                        : m.no_execute ? "executing non-code memory"
                                       : "an access";
-    return Fault{"GPU page fault at " + hex(m.va) + " (" + kind + ")", ""};
+    return Fault{"GPU page fault at " + hex(m.va) + " (" + kind + ")",
+                 "the kernel log (dmesg; for emu:amd the emu:amd lines on stderr) names the instruction, wave and PC"};
   }
   if (ev[2].hw_exception.gpu_id)
-    return Fault{"the GPU reported a hardware exception (a queue was reset: a malformed packet, an illegal instruction or a hang)",
-                 "the kernel log (dmesg; for emu:amd the emu:amd lines on stderr) says which"};
+    return Fault{
+        "the GPU reported a hardware exception (a queue was reset: a malformed packet, an illegal instruction, an LDS or scratch "
+        "access out of range, or a hang)",
+        "the kernel log (dmesg; for emu:amd the emu:amd lines on stderr) says which"};
   return std::nullopt;
 }
 

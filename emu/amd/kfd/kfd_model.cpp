@@ -332,6 +332,7 @@ void Card::interrupt(uint32_t ctxid) {
 }
 
 void Card::page_fault(uint64_t va, Access access, const std::string& message) {
+  std::fprintf(stderr, "emu:amd: %s\n", message.c_str());  // as amdgpu logs a page fault to dmesg
   add_log(message);
   std::lock_guard lock(mu_);
   auto m = memory_.containing(va);
