@@ -8,6 +8,7 @@
 #include <deque>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "emu/amd/rdna3/ops.h"
@@ -137,8 +138,12 @@ T div_scale(T s0, T s1, T s2, bool& vcc) {
   // The ISA asks whether 1/S1 is denormal in f64 even for f32, which never holds for f32.
   const bool rcp_denorm = sizeof(T) == 8 && quotient_below_normal(T(1), s1);
   if (rcp_denorm && quotient_below_normal(s2, s1)) {
+    // The reference's pseudocode scales the denominator up here, which overflows a denominator
+    // above 2^1022 (the only kind whose reciprocal is denormal) to infinity. The hardware scales it
+    // down, which makes the quotient 2^128 larger and normal; VCC has V_DIV_FMAS scale it back (for a
+    // numerator below 2: 1 / 6.9e307 comes out as the denormal 1.44e-308, as LLVM's sequence expects).
     vcc = true;
-    return s0 == s1 ? std::ldexp(s0, kScale) : s0;
+    return s0 == s1 ? std::ldexp(s0, -kScale) : s0;
   }
   if (rcp_denorm) return std::ldexp(s0, -kScale);
   if (quotient_below_normal(s2, s1)) {
@@ -148,12 +153,20 @@ T div_scale(T s0, T s1, T s2, bool& vcc) {
   if (exponent_of(s2) <= kTiny) return std::ldexp(s0, kScale);  // tiny numerator
   return s0;
 }
+// V_DIV_FMAS: fma, then (with VCC) the scale V_DIV_SCALE applied taken back. The hardware rounds
+// once, after the scale: a quotient that ends up denormal is not rounded twice. Here the fma is
+// computed in a wider type (the product exactly; float64 in 128-bit floats), scaled exactly, and
+// rounded once to T.
 template <class T>
 T div_fmas(T a, T b, T c, bool vcc) {
   constexpr int kScale = sizeof(T) == 4 ? 64 : 128, kBias = sizeof(T) == 4 ? 127 : 1023;
-  T r = std::fma(a, b, c);
-  if (!vcc) return r;
-  return std::ldexp(r, exponent_of(c) > kBias ? kScale : -kScale);
+  if (!vcc) return std::fma(a, b, c);
+  using Wide = std::conditional_t<sizeof(T) == 4, double, __float128>;
+  if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(c)) return std::ldexp(std::fma(a, b, c), exponent_of(c) > kBias ? kScale : -kScale);
+  Wide r = static_cast<Wide>(a) * static_cast<Wide>(b) + static_cast<Wide>(c);
+  Wide scale = 1;
+  for (int i = 0; i < kScale; ++i) scale *= 2;
+  return static_cast<T>(exponent_of(c) > kBias ? r * scale : r / scale);
 }
 // V_DIV_FIXUP: the special cases of quotient S0 = S2 / S1.
 template <class T>
