@@ -2,12 +2,15 @@
 // element by element and bit-exactly (any NaN matches any NaN, and -0 matches +0), with the IR's own
 // reference evaluation of the same kernel (ir/alu.h's exec_alu: the semantics docs/ir.md defines;
 // reductions as docs/codegen.md defines them). Kernels mix every integer width, bool,
-// half, bfloat16, float and double through +, -, *, /, %, max, negation, bit ops, shifts, compares,
-// WHERE, casts and sqrt, elementwise (with and without a 4-wide UPCAST axis) and as reductions.
-// Inputs include the extremes: INT_MIN, -0.0, infinities, NaN, denormals.
+// fp8, half, bfloat16, float and double through +, -, *, /, %, max, negation, bit ops, shifts,
+// compares, WHERE, casts, bitcasts, trunc, multiply-add and sqrt: elementwise (with a 4-wide UPCAST
+// axis, a LOOP axis, or a grid sized by a variable) and as reductions (ADD, MUL, MAX).
+// Inputs include the extremes: INT_MIN, -0.0, infinities, NaN, denormals. An element whose value the
+// IR leaves open is not compared: integer division by zero, oversize shifts (exec_alu's nullopt), and
+// the bits of a NaN seen through BITCAST.
 //
-// Seeded and bounded: UGPU_DIFF_SEED (default 1) picks the kernels, UGPU_DIFF_KERNELS (default 400)
-// caps how many, UGPU_DIFF_SECONDS (default 60) stops earlier on a slow machine. A failure prints the
+// Seeded and bounded: UGPU_DIFF_SEED (default 1) picks the kernels, UGPU_DIFF_KERNELS (default 1500)
+// caps how many, UGPU_DIFF_SECONDS (default 90) stops earlier on a slow machine. A failure prints the
 // kernel's text, so `ugpu run FILE.uop --device D` can replay it.
 #include <doctest/doctest.h>
 
@@ -47,6 +50,7 @@ struct Kernel {
   DType out;
   std::vector<DType> inputs;
   size_t out_elements = 0, in_elements = 0;
+  int64_t var = -1;  // the value of variable n, where the grid's size is one
 };
 
 class Generator {
@@ -55,23 +59,29 @@ class Generator {
 
   Kernel make() {
     k_ = Kernel{};
-    int shape = pick(0, 2);  // 0: elementwise, 1: elementwise with UPCAST, 2: reduction
+    int shape = pick(0, 3);  // 0: elementwise, 1: elementwise with UPCAST, 2: reduction, 3: elementwise with a LOOP axis
     k_.out = kTypes[static_cast<size_t>(pick(0, static_cast<int>(kTypes.size()) - 1))];
     if (shape == 2 && k_.out.is_bool()) k_.out = dt::int32;
-    size_t n = static_cast<size_t>(pick(1, 40)) * (shape == 1 ? 4 : 1), reduce = static_cast<size_t>(pick(1, 9));
-    idx_ = shape == 0 ? "i" : shape == 1 ? "i * 4 + u" : "i * " + std::to_string(reduce) + " + r";
+    size_t n = static_cast<size_t>(pick(1, 40)) * (shape == 1 ? 4 : shape == 3 ? 3 : 1), reduce = static_cast<size_t>(pick(1, 9));
+    idx_ = shape == 0 ? "i" : shape == 1 ? "i * 4 + u" : shape == 3 ? "i * 3 + j" : "i * " + std::to_string(reduce) + " + r";
+    k_.var = shape == 0 && chance(40) ? static_cast<int64_t>(n) : -1;  // the grid's size from a variable
     std::string value = expr(k_.out, pick(1, 4));
     std::ostringstream s;
     s << "out = DEFINE_GLOBAL:" << k_.out.name() << "* {0}\n";
     for (size_t b = 0; b < k_.inputs.size(); ++b) s << "in" << b << " = DEFINE_GLOBAL:" << k_.inputs[b].name() << "* {" << b + 1 << "}\n";
     if (shape == 1) s << "i = RANGE(" << n / 4 << ") {0, GLOBAL}\nu = RANGE(4) {1, UPCAST}\n";
+    else if (shape == 3) s << "i = RANGE(" << n / 3 << ") {0, GLOBAL}\nj = RANGE(3) {1, LOOP}\n";
+    else if (k_.var >= 0) s << "n = DEFINE_VAR:index {\"n\", 0, 64}\ni = RANGE(n) {0, GLOBAL}\n";
     else s << "i = RANGE(" << n << ") {0, GLOBAL}\n";
     if (shape == 2) {
       static const char* kOps[] = {"ADD", "MAX", "MUL"};
       s << "r = RANGE(" << reduce << ") {1, REDUCE}\n";
       value = "REDUCE:" + k_.out.name() + "(" + value + ", r) {" + kOps[pick(0, 2)] + "}";
     }
-    s << "SINK(END(STORE(INDEX:" << k_.out.name() << "*(out, " << (shape == 2 ? "i" : idx_) << "), " << value << "), i" << (shape == 1 ? ", u" : "")
+    s << "SINK(END(STORE(INDEX:" << k_.out.name() << "*(out, " << (shape == 2 ? "i" : idx_) << "), " << value << "), i"
+      << (shape == 1   ? ", u"
+          : shape == 3 ? ", j"
+                       : "")
       << "))\n";
     k_.text = s.str();
     k_.out_elements = n;
@@ -89,6 +99,13 @@ class Generator {
   DType any_type() { return kTypes[static_cast<size_t>(pick(0, static_cast<int>(kTypes.size()) - 1))]; }
   DType value_type() {  // not bool
     return kTypes[static_cast<size_t>(pick(1, static_cast<int>(kTypes.size()) - 1))];
+  }
+
+  DType same_size(DType t) {  // another non-bool dtype of t's width
+    std::vector<DType> same;
+    for (DType u : kTypes)
+      if (!u.is_bool() && u != t && u.bitsize() == t.bitsize()) same.push_back(u);
+    return same.empty() ? t : same[static_cast<size_t>(pick(0, static_cast<int>(same.size()) - 1))];
   }
 
   std::string load(DType t) {
@@ -137,12 +154,16 @@ class Generator {
     }
     if (t.is_float()) {
       static const char* kOps[] = {"ADD", "SUB", "MUL", "MAX", "FDIV"};
-      if (c == 2) return "NEG:" + T + "(" + sub(t) + ")";
+      if (c == 2) return chance(50) ? "NEG:" + T + "(" + sub(t) + ")" : "TRUNC:" + T + "(" + sub(t) + ")";
       if (c == 3) return "SQRT:" + T + "(" + sub(t) + ")";
+      if (c == 4 && chance(40)) return "MULACC:" + T + "(" + sub(t) + ", " + sub(t) + ", " + sub(t) + ")";
+      if (c == 5 && chance(40)) return "BITCAST:" + T + "(" + sub(same_size(t)) + ")";
       return bin(kOps[pick(0, 4)]);
     }
     static const char* kOps[] = {"ADD", "SUB", "MUL", "MAX", "AND", "OR", "XOR"};
     if (c == 2) return "NEG:" + T + "(" + sub(t) + ")";
+    if (c == 5 && chance(40)) return "BITCAST:" + T + "(" + sub(same_size(t)) + ")";
+    if (c == 6 && chance(30)) return "MULACC:" + T + "(" + sub(t) + ", " + sub(t) + ", " + sub(t) + ")";
     if (c == 3) {
       const char* op = chance(50) ? "SHL" : "SHR";
       return std::string(op) + ":" + T + "(" + sub(t) + ", " + std::to_string(pick(0, t.bitsize() - 1)) + ":" + T + ")";
@@ -182,10 +203,11 @@ void fill(codegen::HostData& b, std::mt19937_64& rng) {
 // exec_alu. nullopt where the IR leaves the value undefined (see exec_alu).
 class Reference {
  public:
-  Reference(const UOp& sink, const codegen::Buffers& bufs) : bufs_(bufs) {
+  Reference(const UOp& sink, const codegen::Buffers& bufs, int64_t var) : bufs_(bufs) {
     for (const UOp& u : sink.toposort()) {
       if (u.op() == Op::STORE) store_ = u;
       if (u.op() == Op::RANGE) ranges_[u.arg_as<ir::RangeArg>().axis] = u;
+      if (u.op() == Op::DEFINE_VAR) vars_[u.get()] = Scalar{var};
     }
   }
   // Element `e` of the output: which loop values write it, then the value.
@@ -193,9 +215,14 @@ class Reference {
     std::vector<UOp> loops;
     for (const auto& [axis, r] : ranges_)
       if (r.arg_as<ir::RangeArg>().type != ir::AxisType::REDUCE) loops.push_back(r);
-    std::vector<int64_t> at(loops.size(), 0);
+    std::vector<int64_t> at(loops.size(), 0), end;
+    for (const UOp& l : loops) {
+      Env env = vars_;
+      end.push_back(std::get<int64_t>(*eval(l.src(0), env)));
+      if (end.back() == 0) return;
+    }
     while (true) {
-      Env env;
+      Env env = vars_;
       for (size_t l = 0; l < loops.size(); ++l) env[loops[l].get()] = Scalar{at[l]};
       auto idx = eval(store_.src(0).src(1), env);
       auto v = eval(store_.src(1), env);
@@ -207,7 +234,7 @@ class Reference {
       size_t l = loops.size();
       while (l > 0) {
         --l;
-        if (++at[l] < loops[l].src(0).const_int()) break;
+        if (++at[l] < end[l]) break;
         at[l] = 0;
         if (l == 0) return;
       }
@@ -220,6 +247,7 @@ class Reference {
   const codegen::Buffers& bufs_;
   UOp store_;
   std::map<int, UOp> ranges_;
+  Env vars_;
 
   static uint64_t bits_of(const Scalar& v, DType t) {
     if (t.is_float()) {
@@ -276,6 +304,8 @@ class Reference {
         if (!v) return std::nullopt;
         args.push_back(*v);
       }
+      // A NaN's payload is not specified (devices differ), so the bits of a BITCAST NaN are not either.
+      if (u.op() == Op::BITCAST && u.src(0).dtype().is_float() && std::isnan(std::get<double>(args[0]))) return std::nullopt;
       r = ir::exec_alu(u.op(), u.dtype(), u.src(u.op() == Op::WHERE ? 1 : 0).dtype(), args);
     }
     if (r) env[u.get()] = *r;
@@ -295,7 +325,7 @@ bool same(const codegen::HostData& a, const codegen::HostData& b, size_t i) {
 
 TEST_CASE("differential: random kernels agree bit for bit with the IR's reference evaluation on every device") {
   const uint64_t seed = static_cast<uint64_t>(env_int("UGPU_DIFF_SEED", 1));
-  const int64_t max_kernels = env_int("UGPU_DIFF_KERNELS", 400), seconds = env_int("UGPU_DIFF_SECONDS", 60);
+  const int64_t max_kernels = env_int("UGPU_DIFF_KERNELS", 1500), seconds = env_int("UGPU_DIFF_SECONDS", 90);
   std::vector<std::pair<std::string, std::unique_ptr<hcq::Device>>> devices;
   for (const char* name : {"cpu", "emu:amd", "emu:nv"}) devices.emplace_back(name, drivers::open_device(name));
   Generator gen(seed);
@@ -317,14 +347,14 @@ TEST_CASE("differential: random kernels agree bit for bit with the IR's referenc
     }
     codegen::HostData want = in[0];
     std::vector<bool> defined(k.out_elements, false);
-    Reference(sink, in).run(want, defined);
+    Reference(sink, in, k.var).run(want, defined);
     std::vector<std::vector<uint8_t>> bytes;
     for (const auto& b : in) bytes.push_back(b.bytes);
     for (auto& [name, dev] : devices) {
       CAPTURE(name);
       std::vector<std::vector<uint8_t>> out;
       try {
-        out = test::run_on(*dev, k.text, bytes, {});
+        out = test::run_on(*dev, k.text, bytes, k.var >= 0 ? std::vector<int64_t>{k.var} : std::vector<int64_t>{});
       } catch (const std::exception& e) {
         FAIL_CHECK("the kernel did not run: " << std::string(e.what()));
         dev = drivers::open_device(name);  // a device in an error state is replaced
