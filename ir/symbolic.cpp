@@ -188,14 +188,17 @@ UOp uop_given_valid(const UOp& valid, const UOp& x) {
     for (size_t j = 0; j < l.terms.size(); ++j) {
       int64_t rest_lo = l.constant, rest_hi = l.constant;
       bool ok = true;
+      auto big = [&](int64_t v) { return v < -kBig || v > kBig; };  // no std::abs: INT64_MIN has none
       for (size_t i = 0; i < l.terms.size() && ok; ++i) {
         if (i == j) continue;
         const auto& [t, c] = l.terms[i];
-        if (std::abs(c) > kBig || std::abs(t.vmin()) > kBig || std::abs(t.vmax()) > kBig) ok = false;
-        else rest_lo += std::min(c * t.vmin(), c * t.vmax()), rest_hi += std::max(c * t.vmin(), c * t.vmax());
+        int64_t a, b;
+        if (big(c) || big(t.vmin()) || big(t.vmax()) || __builtin_mul_overflow(c, t.vmin(), &a) || __builtin_mul_overflow(c, t.vmax(), &b) ||
+            __builtin_add_overflow(rest_lo, std::min(a, b), &rest_lo) || __builtin_add_overflow(rest_hi, std::max(a, b), &rest_hi))
+          ok = false;
       }
       const auto& [t, c] = l.terms[j];
-      if (!ok || std::abs(c) > kBig || std::abs(rest_lo) > kBig || std::abs(rest_hi) > kBig) continue;
+      if (!ok || big(c) || big(rest_lo) || big(rest_hi)) continue;
       // c*t in [f.lo - rest_hi, f.hi - rest_lo]
       int64_t lo = f.lo > -kBig ? f.lo - rest_hi : kMin, hi = f.hi < kBig ? f.hi - rest_lo : kMax;
       int64_t tlo = kMin, thi = kMax;

@@ -614,6 +614,11 @@ const std::optional<Shape>& UOp::shape() const {
   return *n_->shape.load(std::memory_order_acquire);
 }
 
+void UOp::throw_missing_source(size_t i) const {
+  throw Error(std::string(op_name(op())) + " has " + std::to_string(src().size()) + " source" + (src().size() == 1 ? "" : "s") + ", so no source " +
+              std::to_string(i));
+}
+
 const std::vector<UOp>& UOp::toposort() const {
   if (auto* t = n_->topo.load(std::memory_order_acquire)) return *t;
   auto* order = new std::vector<UOp>;

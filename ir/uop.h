@@ -72,7 +72,14 @@ class UOp {
   Op op() const;
   DType dtype() const;
   std::span<const UOp> src() const;
-  const UOp& src(size_t i) const { return src()[i]; }
+  [[noreturn]] void throw_missing_source(size_t i) const;
+  // Source i, bounds-checked: an unverified graph from outside (a node with too few sources) is an
+  // Error here, never a read past the node.
+  const UOp& src(size_t i) const {
+    std::span<const UOp> s = src();
+    if (i >= s.size()) throw_missing_source(i);
+    return s[i];
+  }
   const Arg& arg() const;
   template <class T>
   const T& arg_as() const {

@@ -321,6 +321,8 @@ std::vector<Problem> verify_nodes(const UOp& root) {
         why = c(u);
       } catch (const std::bad_variant_access&) {  // a check reading an argument some other op's shape allows
         why = "arg of the wrong kind";
+      } catch (const Error& e) {  // a check reading a source the node does not have
+        why = std::string("too few sources: ") + e.what();
       }
     }
     if (!why.empty()) problems.push_back({u, std::string(op_name(u.op())) + ": " + why + ": " + to_inline(u, 160)});
