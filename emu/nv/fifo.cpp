@@ -20,12 +20,22 @@ constexpr uint32_t kRcGrException = 13, kRcMmuFault = 31, kRcPbdmaError = 32;
 constexpr uint16_t kNotificationError = 0x4000;
 
 constexpr size_t kMaxProgramBytes = 16u << 20;
+// Where the GPU puts programs' .global/.const data: above the 1 TiB the driver allocates from and
+// below the shared and local windows it sets (0x7293'0000'0000 and up), 2 MiB-aligned.
+constexpr uint64_t kDataBase = 0x7200'0000'0000ull, kDataEnd = 0x7290'0000'0000ull, kDataAlign = 2u << 20;
 constexpr int kMaxChain = 1 << 20;
 
 }  // namespace
 
 uint64_t FifoContext::timestamp_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+FifoContext::~FifoContext() {
+  for (const auto& [program, d] : module_data) {
+    memory.unmap_range(d.va, d.bytes);
+    memory.release_vram(d.bytes);
+  }
 }
 
 Channel::Channel(FifoContext& fifo, ChannelSetup s) : fifo_(fifo), s_(std::move(s)) {
@@ -245,8 +255,10 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
   // The program image: PTX text at program_address (the emulated GPU's stand-in for SASS).
   auto it = programs_.find(l.program_address);
   std::shared_ptr<const PtxModule> module;
+  uint64_t data_address = 0;
   if (it != programs_.end()) {
-    module = it->second;
+    module = it->second.module;
+    data_address = it->second.data_address;
   } else {
     GpuMemory::Use use(fifo_.memory);
     auto span = fifo_.memory.translate(l.program_address, 1, Access::Execute);
@@ -261,7 +273,8 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
     } catch (const Error& e) {
       return fault(std::string("the program at ") + hex(l.program_address) + " is not PTX this GPU model runs: " + e.what());
     }
-    programs_[l.program_address] = module;
+    if (data(*module).bytes && !load_data(l.program_address, std::string_view(text, len), *module, data_address)) return false;
+    programs_[l.program_address] = Program{module, data_address};
   }
   if (!l.cbanks[0].valid) return fault("the QMD has no valid constant buffer 0 (where the kernel parameters are)");
   const PtxEntry* entry = entries(*module).empty() ? nullptr : &entries(*module)[0];
@@ -281,6 +294,7 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
   pl.param_base = fifo_.param_base;
   pl.shared_bytes = l.shared_bytes;
   pl.local_bytes_per_thread = l.local_low_bytes + l.local_high_bytes;
+  pl.data_address = data_address;
   {
     namespace c = hwnv::compute;
     uint64_t shared = uint64_t{compute_[c::SET_SHADER_SHARED_MEMORY_WINDOW_A]} << 32 | compute_[c::SET_SHADER_SHARED_MEMORY_WINDOW_B];
@@ -321,6 +335,50 @@ bool Channel::run_qmd(uint64_t qmd_address, uint64_t& next) {
   }
   if (l.dependent.enable) next = l.dependent.qmd_address;
   return true;
+}
+
+// A program's .global/.const data, placed as a driver places a module's when it loads it: VRAM,
+// mapped at an address of the GPU's choosing (the .const part read-only), the initial values written.
+bool Channel::load_data(uint64_t program, std::string_view text, const PtxModule& module, uint64_t& address) {
+  const PtxData& d = data(module);
+  std::lock_guard lock(fifo_.data_mu);
+  auto it = fifo_.module_data.find(program);
+  if (it != fifo_.module_data.end()) {
+    if (it->second.text == text) {
+      address = it->second.va;
+      return true;
+    }
+    fifo_.memory.unmap_range(it->second.va, it->second.bytes);  // another program took the address: its data goes
+    fifo_.memory.release_vram(it->second.bytes);
+    fifo_.module_data.erase(it);
+  }
+  const std::string what = "the " + std::to_string(d.bytes) + " bytes of .global/.const variables of the program at " + hex(program);
+  const uint64_t bytes = (d.bytes + 0xffff) / 0x10000 * 0x10000;
+  if (!fifo_.memory.reserve_vram(bytes)) return fault("no VRAM left for " + what);
+  std::shared_ptr<Pages> pages = Pages::create(bytes, "ugpu-nv-module-data");
+  if (!pages) {
+    fifo_.memory.release_vram(bytes);
+    return fault("could not allocate " + what);
+  }
+  if (!fifo_.next_data_va) fifo_.next_data_va = kDataBase;
+  for (;;) {
+    const uint64_t va = fifo_.next_data_va;
+    if (va > kDataEnd || bytes > kDataEnd - va) {
+      fifo_.memory.release_vram(bytes);
+      return fault("no GPU address range left for " + what);
+    }
+    fifo_.next_data_va = (va + bytes + kDataAlign - 1) / kDataAlign * kDataAlign;
+    const bool ro = d.const_bytes != 0, rw = d.const_bytes < bytes;
+    if (ro && !fifo_.memory.map({va, d.const_bytes, 0, pages, false, false})) continue;  // taken: try the next range
+    if (rw && !fifo_.memory.map({va + d.const_bytes, bytes - d.const_bytes, d.const_bytes, pages, true, false})) {
+      if (ro) fifo_.memory.unmap(va);
+      continue;
+    }
+    write_ptx_data(module, va, pages->host);
+    fifo_.module_data[program] = FifoContext::ModuleData{std::string(text), va, bytes};
+    address = va;
+    return true;
+  }
 }
 
 bool Channel::copy_method(const MethodWrite& w) {

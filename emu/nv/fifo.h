@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,6 +29,17 @@ namespace ugpu::emu::nv {
 // What the channels of one GPU share.
 struct FifoContext {
   GpuMemory& memory;
+  // The .global/.const data of the programs this GPU has run (PtxData), by program address: placed
+  // in GPU memory the first time the program runs, kept while the same program text is there (as a
+  // driver keeps a loaded module's data until it unloads it), replaced when another program takes
+  // its address. Shared by the channels: a variable a kernel writes is seen by later launches.
+  struct ModuleData {
+    std::string text;  // the program it belongs to
+    uint64_t va = 0, bytes = 0;
+  };
+  std::mutex data_mu;
+  std::map<uint64_t, ModuleData> module_data;
+  uint64_t next_data_va = 0;
   unsigned ptx_threads = 0;
   uint32_t param_base = 0x210;  // sm_90: kernel parameters start at c[0x0][0x210]
   // Error reports: an MMU fault (address, access) or another channel error, with a decoded message.
@@ -35,6 +47,9 @@ struct FifoContext {
   std::function<void(const std::string& channel, const std::string& message)> on_channel_error;
   std::atomic<uint64_t> launches{0}, ptx_instructions{0}, methods{0}, copies{0}, copy_bytes{0}, gp_entries{0};
   explicit FifoContext(GpuMemory& m) : memory(m) {}
+  ~FifoContext();  // unmaps the module data
+  FifoContext(const FifoContext&) = delete;
+  FifoContext& operator=(const FifoContext&) = delete;
   static uint64_t timestamp_ns();  // the GPU's globaltimer: nanoseconds
 };
 
@@ -93,8 +108,13 @@ class Channel {
   Subchannel sub_[hw::nv::kSubchannels];
   // Method state: host semaphore, compute and copy registers, by method address.
   std::map<uint32_t, uint32_t> host_, compute_, copy_;
-  std::map<uint64_t, std::shared_ptr<const PtxModule>> programs_;  // the instruction cache
-  struct Location {                                                // the method being executed, turned into text only for a message
+  bool load_data(uint64_t program, std::string_view text, const PtxModule& module, uint64_t& address);
+  struct Program {
+    std::shared_ptr<const PtxModule> module;
+    uint64_t data_address = 0;  // where its .global/.const data is (0: it has none)
+  };
+  std::map<uint64_t, Program> programs_;  // the instruction cache
+  struct Location {                       // the method being executed, turned into text only for a message
     uint32_t entry = 0;
     uint64_t segment = 0;
     uint32_t dword = 0;

@@ -6,8 +6,8 @@
 // compares, WHERE, casts, bitcasts, trunc, multiply-add and sqrt: elementwise (with a 4-wide UPCAST
 // axis, a LOOP axis, or a grid sized by a variable) and as reductions (ADD, MUL, MAX).
 // Inputs include the extremes: INT_MIN, -0.0, infinities, NaN, denormals. An element whose value the
-// IR leaves open is not compared: integer division by zero, oversize shifts (exec_alu's nullopt), and
-// the bits of a NaN seen through BITCAST.
+// IR leaves open is not compared: integer division by zero, oversize shifts (exec_alu's nullopt), the
+// bits of a NaN and the sign of a zero (codegen's nsz), which BITCAST and x / 0 would show.
 //
 // Seeded and bounded: UGPU_DIFF_SEED (default 1) picks the kernels, UGPU_DIFF_KERNELS (default 1500)
 // caps how many, UGPU_DIFF_SECONDS (default 90) stops earlier on a slow machine. A failure prints the
@@ -304,8 +304,11 @@ class Reference {
         if (!v) return std::nullopt;
         args.push_back(*v);
       }
-      // A NaN's payload is not specified (devices differ), so the bits of a BITCAST NaN are not either.
-      if (u.op() == Op::BITCAST && u.src(0).dtype().is_float() && std::isnan(std::get<double>(args[0]))) return std::nullopt;
+      // A NaN's payload is not specified (devices differ), so the bits of a BITCAST NaN are not either;
+      // nor is the sign of a zero (nsz), so neither are a BITCAST zero and the sign of x / 0.
+      if (u.op() == Op::BITCAST && u.src(0).dtype().is_float() && (std::isnan(std::get<double>(args[0])) || std::get<double>(args[0]) == 0))
+        return std::nullopt;
+      if (u.op() == Op::FDIV && std::get<double>(args[1]) == 0) return std::nullopt;
       r = ir::exec_alu(u.op(), u.dtype(), u.src(u.op() == Op::WHERE ? 1 : 0).dtype(), args);
     }
     if (r) env[u.get()] = *r;

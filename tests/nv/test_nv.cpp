@@ -1,6 +1,7 @@
 // The NVIDIA driver (drivers/nv) on the emulated Hopper (emu/nv): the emulated RM's checks, opening
 // on every driver branch, the bad cases (no driver, permissions, an old branch, RM statuses), the
-// submitted methods and QMDs, and the kernel suite against the CPU. MMU faults, hangs and full rings
+// submitted methods and QMDs, the kernel suite against the CPU (and half kernels LLVM packs into f16x2),
+// a program's .global/.const data placed by the GPU. MMU faults, hangs and full rings
 // are cases of the HCQ conformance suite (tests/hcq/test_hcq.cpp), with emu:nv's expectations.
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -8,8 +9,10 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "codegen/builtin_kernels.h"
@@ -22,6 +25,7 @@
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
 #include "hw/nv/rm_abi.h"
+#include "ir/dtype.h"
 #include "ir/text.h"
 #include "tests/hcq/device_suite.h"
 
@@ -239,6 +243,120 @@ TEST_CASE("nv: the submitted methods and QMDs decode into the launch the driver 
 TEST_CASE("nv: the codegen kernel suite through the driver matches the CPU device") {
   auto gpu = drivers::open_device("emu:nv");
   kernel_suite_matches_cpu(*gpu);
+}
+
+TEST_CASE("nv: half and bfloat16 kernels on an UPCAST axis (packed f16x2 arithmetic in the PTX) give the CPU's bytes") {
+  const std::string text = R"(out = DEFINE_GLOBAL:{T}* {0}
+a = DEFINE_GLOBAL:{T}* {1}
+b = DEFINE_GLOBAL:{T}* {2}
+j = RANGE(64) {0, GLOBAL}
+u = RANGE(4) {1, UPCAST}
+x = LOAD:{T}(INDEX:{T}*(a, j*4 + u))
+y = LOAD:{T}(INDEX:{T}*(b, j*4 + u))
+SINK(END(STORE(INDEX:{T}*(out, j*4 + u), WHERE:{T}(CMPLT:bool(x, y), x * y + x, y - x)), j, u))
+)";
+  auto gpu = drivers::open_device("emu:nv");
+  auto cpu = drivers::open_device("cpu");
+  for (const char* t : {"half", "bfloat16"}) {
+    CAPTURE(t);
+    const std::string k = codegen::fill(text, {{"T", t}});
+    const ir::DType dt = std::string(t) == "half" ? ir::dtypes::half : ir::dtypes::bfloat16;
+    if (dt == ir::dtypes::half) {  // what makes this case: LLVM packs the four halves two by two
+      codegen::CompileOptions o;
+      o.cubin = false;
+      const std::string ptx = codegen::compile(ir::parse(k), codegen::find_target("sm_90"), o)->ptx;
+      CHECK(ptx.find("mul.rn.f16x2") != std::string::npos);
+      CHECK(ptx.find("sub.rn.f16x2") != std::string::npos);
+    }
+    // Finite inputs with ties, subnormal products, -0 and equal pairs: the results are finite, so
+    // every byte must match (NaN payloads, which GPUs choose, do not come up).
+    std::mt19937 rng(7);
+    std::vector<std::vector<uint8_t>> in(3, std::vector<uint8_t>(512));
+    for (size_t i = 0; i < 256; ++i)
+      for (size_t s = 1; s < 3; ++s) {
+        double v = std::ldexp(static_cast<double>(static_cast<int>(rng() % 4001) - 2000), -static_cast<int>(rng() % 24));
+        if (i % 17 == 3) v = s == 1 ? -0.0 : 0x1p-14;
+        if (i % 19 == 5) v = 1.0 + (s == 1 ? 0.0 : 0x1p-11);
+        const uint16_t bits = static_cast<uint16_t>(ir::float_to_bits(v, dt));
+        std::memcpy(in[s].data() + 2 * i, &bits, 2);
+      }
+    CHECK(run_on(*gpu, k, in, {}) == run_on(*cpu, k, in, {}));
+  }
+}
+
+TEST_CASE("nv emu: a program's .global and .const data is placed when it first runs and kept while the program stays") {
+  // The parameters of add_one (out, in), and PTX that reads a switch table and a .const value and
+  // counts its launches in a .global variable.
+  codegen::CompileOptions co;
+  co.name = "add_one";
+  co.cubin = false;
+  auto ck =
+      std::make_shared<codegen::CompiledKernel>(*codegen::compile(codegen::builtin_kernel("add_one").parse(), codegen::find_target("sm_90"), co));
+  ck->ptx = R"(.version 7.8
+.target sm_90
+.address_size 64
+.global .align 4 .b8 __switch_table[16] = {5, 0, 0, 0, 11, 0, 0, 0, 57, 0, 0, 0, 23, 1, 0, 0};
+.const .align 4 .u32 bias = 1000;
+.global .align 4 .u32 launches;
+.visible .entry add_one(.param .u64 out, .param .u64 in)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [in];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mad.lo.s32 %r4, %r1, %r2, %r3;
+  setp.ge.u32 %p1, %r4, 16;
+  @%p1 ret;
+  mul.wide.u32 %rd3, %r4, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r5, [%rd4];
+  and.b32 %r6, %r5, 3;
+  mul.wide.u32 %rd5, %r6, 4;
+  mov.u64 %rd6, __switch_table;
+  cvta.global.u64 %rd7, %rd6;
+  add.s64 %rd8, %rd7, %rd5;
+  ld.u32 %r7, [%rd8];
+  ld.const.u32 %r8, [bias];
+  add.s32 %r9, %r7, %r8;
+  add.s64 %rd9, %rd1, %rd3;
+  st.global.u32 [%rd9], %r9;
+  setp.ne.u32 %p2, %r4, 0;
+  @%p2 ret;
+  atom.global.add.u32 %r10, [launches], 1;
+  st.global.u32 [%rd1+64], %r10;
+  ret;
+}
+)";
+  EmuSystem sys;
+  auto dev = sys.open();
+  auto prog = dev->load(ck);
+  hcq::Buffer in = dev->alloc(4000), out = dev->alloc(4000);
+  for (int i = 0; i < 16; ++i) static_cast<int32_t*>(in.host)[i] = i;
+  const auto before = sys.gpu->stats();
+  auto first = before;
+  const int32_t table[] = {5, 11, 57, 23 + 256};
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    uint64_t v = dev->next_timeline();
+    auto q = dev->compute_queue();
+    Val args[] = {out.va, in.va};
+    q->wait(dev->timeline(), v - 1).memory_barrier().exec(*prog, args).memory_barrier().signal(dev->timeline(), v);
+    q->submit();
+    dev->synchronize();
+    for (int i = 0; i < 16; ++i) CHECK(static_cast<int32_t*>(out.host)[i] == table[i % 4] + 1000);
+    CHECK(static_cast<int32_t*>(out.host)[16] == round);  // the count survives the instruction cache's invalidations
+    // Placed once, at the first launch: a .const (read-only) and a .global mapping, and VRAM.
+    if (round == 0) first = sys.gpu->stats();
+    CHECK(sys.gpu->stats().gpu_mappings == first.gpu_mappings);
+    CHECK(sys.gpu->stats().vram_used == first.vram_used);
+  }
+  CHECK(first.gpu_mappings >= before.gpu_mappings + 2);
+  CHECK(first.vram_used >= before.vram_used + 0x10000);
+  CHECK(!log_has(*sys.gpu, "Xid"));
 }
 
 TEST_CASE("nv: where the address window below 1 TiB is taken (as AddressSanitizer takes it), CPU mappings go elsewhere") {

@@ -2,8 +2,9 @@
 // in each of its runs) compiled for sm_90 and run from its PTX, compared with the same kernel compiled
 // for x86 and run on the host (itself checked against the host references in
 // tests/codegen/test_kernels.cpp) — bit-exact, except where noted; hand-written PTX for faults,
-// parse errors, interrupts, divergence, barriers, special registers and generic addressing; and
-// single instructions against values worked out from the PTX ISA.
+// parse errors, interrupts, divergence, barriers, special registers, generic addressing and module
+// data (.global/.const variables and their initializers); single instructions against values worked
+// out from the PTX ISA; and packed f16x2/bf16x2 instructions against the scalar ones on each half.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -76,6 +77,21 @@ Params write_params(Gpu& gpu, const nv::PtxEntry& e, const std::vector<uint64_t>
   return p;
 }
 
+// Places a module's .global/.const data in the address space as a loader does (the .const part
+// read-only, the .global part writable, the initial values written); returns its address, or 0 when
+// the module has none (or more than max_bytes).
+uint64_t place_data(Gpu& gpu, const nv::PtxModule& mod, uint64_t max_bytes = uint64_t{1} << 30) {
+  const nv::PtxData& d = nv::data(mod);
+  if (!d.bytes || d.bytes > max_bytes) return 0;
+  std::vector<uint8_t>& image = gpu.owned.emplace_back(d.bytes, 0);
+  const uint64_t a = gpu.reserve(d.bytes);
+  REQUIRE(a % d.align == 0);
+  nv::write_ptx_data(mod, a, image.data());
+  if (d.const_bytes) gpu.memory.map(a, image.data(), d.const_bytes, false);
+  if (d.bytes > d.const_bytes) gpu.memory.map(a + d.const_bytes, image.data() + d.const_bytes, d.bytes - d.const_bytes, true);
+  return a;
+}
+
 struct NvRun {
   nv::PtxRunResult result;
   std::shared_ptr<const codegen::CompiledKernel> ck;
@@ -113,6 +129,7 @@ NvRun run_sm90(Gpu& gpu, const ir::UOp& kernel, std::vector<std::pair<void*, siz
   l.shared_bytes = std::max<uint32_t>(e.static_shared_bytes, static_cast<uint32_t>(r.ck->kernel.shared_bytes));
   l.local_bytes_per_thread = e.local_bytes;
   l.memory = &gpu.memory;
+  l.data_address = place_data(gpu, *mod);
   nv::PtxRunOptions o;
   o.threads = threads;
   auto t0 = std::chrono::steady_clock::now();
@@ -214,6 +231,7 @@ void prepare(Text& t, const std::string& text, const std::vector<uint64_t>& para
   t.launch.shared_bytes = std::max(shared, e.static_shared_bytes);
   t.launch.local_bytes_per_thread = e.local_bytes;
   t.launch.memory = &t.gpu.memory;
+  t.launch.data_address = place_data(t.gpu, *t.mod);
 }
 
 nv::PtxRunResult run(Text& t, unsigned threads = 1) {
@@ -406,6 +424,80 @@ const std::string kCopy = kHead + R"(.visible .entry copy(
 }
 )";
 
+// Module-scope data as LLVM writes it (a switch table, constant arrays, addresses of variables in
+// initializers, byte by byte too) and reads it (mov of the symbol, cvta, the symbol in an address,
+// ld.const): thread i writes 15 words to out[16 i ...].
+const std::string kTables = kHead + R"(.global .align 4 .b8 __switch_table[20] = {5, 0, 0, 0, 11, 0, 0, 0, 57, 0, 0, 0, 23, 1, 0, 0, 17, 0, 0, 0};
+.const .align 4 .u32 ctab[5] = {105, 111, 157, 123, 117};
+.global .align 8 .u64 zeros[3];
+.visible .global .align 4 .u32 counter;
+.global .align 8 .u64 ptrs[2] = {generic(ctab), generic(ctab)+8};
+.global .align 8 .b8 ptr_bytes[8] = {0xFF(generic(ctab+4)), 0xFF00(generic(ctab+4)), 0xFF0000(generic(ctab+4)), 0xFF000000(generic(ctab+4)),
+  0xFF00000000(generic(ctab+4)), 0xFF0000000000(generic(ctab+4)), 0xFF000000000000(generic(ctab+4)), 0xFF00000000000000(generic(ctab+4))};
+.global .align 4 .f32 fl[3] = {1.5, 0f40000000, -2};
+.global .align 2 .b16 grid2[2][3] = {{1, 2, 3}, {4, 5}};
+.const .align 1 .s8 small[] = {-1, -128, 127};
+.global .u16 scalar = 0x1234;
+
+.visible .entry tables(.param .u64 out)
+{
+  .reg .b16 %h<4>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<20>;
+  .reg .f32 %f<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 64;
+  add.s64 %rd3, %rd1, %rd2;
+  mul.wide.u32 %rd4, %r1, 4;
+  mov.u64 %rd5, __switch_table;
+  cvta.global.u64 %rd6, %rd5;
+  add.s64 %rd7, %rd6, %rd4;
+  ld.u32 %r2, [%rd7];
+  st.global.u32 [%rd3], %r2;
+  ld.global.u32 %r3, [__switch_table+12];
+  st.global.u32 [%rd3+4], %r3;
+  mov.u64 %rd8, ctab;
+  add.s64 %rd9, %rd8, %rd4;
+  ld.const.u32 %r4, [%rd9];
+  st.global.u32 [%rd3+8], %r4;
+  ld.const.u32 %r5, [ctab+16];
+  st.global.u32 [%rd3+12], %r5;
+  cvta.const.u64 %rd10, %rd8;
+  ld.u32 %r6, [%rd10+4];
+  st.global.u32 [%rd3+16], %r6;
+  ld.global.u64 %rd11, [zeros+16];
+  cvt.u32.u64 %r7, %rd11;
+  st.global.u32 [%rd3+20], %r7;
+  ld.global.u64 %rd12, [ptrs+8];
+  ld.u32 %r8, [%rd12];
+  st.global.u32 [%rd3+24], %r8;
+  ld.global.u64 %rd13, [ptr_bytes];
+  ld.u32 %r9, [%rd13];
+  st.global.u32 [%rd3+28], %r9;
+  ld.global.f32 %f1, [fl+8];
+  mov.b32 %r10, %f1;
+  st.global.u32 [%rd3+32], %r10;
+  ld.global.u16 %h1, [grid2+10];
+  cvt.u32.u16 %r11, %h1;
+  st.global.u32 [%rd3+36], %r11;
+  ld.global.u16 %h2, [grid2+6];
+  cvt.u32.u16 %r12, %h2;
+  st.global.u32 [%rd3+40], %r12;
+  ld.const.s8 %r13, [small+1];
+  st.global.u32 [%rd3+44], %r13;
+  atom.global.add.u32 %r14, [counter], 1;
+  st.global.u32 [%rd3+48], %r14;
+  mov.u64 %rd14, ctab+8;
+  ld.const.u32 %r15, [%rd14];
+  st.global.u32 [%rd3+52], %r15;
+  ld.global.u16 %h3, [scalar];
+  cvt.u32.u16 %r16, %h3;
+  st.global.u32 [%rd3+56], %r16;
+  ret;
+}
+)";
+
 TEST_CASE("PTX faults: a global read past a buffer names the address, block, thread and line") {
   Text t;
   std::vector<uint32_t> in(16, 7), out(32, 0);
@@ -500,7 +592,7 @@ TEST_CASE("PTX parse errors name the line and what is wrong") {
   CHECK(parse_error(body("  .maxnreg 32;")).find("PTX line 9: unknown or unsupported directive") == 0);
   CHECK(parse_error(body("  popc.b16 %r1, %r2;")).find("PTX line 9: popc.b16: this combination") == 0);
   CHECK(parse_error(kHead + ".func f()\n{\n ret;\n}\n").find("PTX line 5: device functions") == 0);
-  CHECK(parse_error(kHead + ".global .u32 g;\n").find("PTX line 5: module-scope .global") == 0);
+  CHECK(parse_error(kHead + ".extern .global .u32 g;\n").find("PTX line 5: .extern .global variable g lives in another module") == 0);
   CHECK(parse_error(kHead + ".visible .entry k()\n{\n  ret;\n").find("end of the module") != std::string::npos);
   CHECK(parse_error(".version 7.8\n.target sm_90\n.address_size 32\n").find("PTX line 3: only .address_size 64") == 0);
   CHECK(parse_error(kHead).find("no .entry") != std::string::npos);
@@ -548,6 +640,7 @@ TEST_CASE("PTX parser and executor: mutated kernels are refused with an Error or
   std::vector<std::string> texts;
   for (const char* k : {"softmax", "conv2d", "group_sum", "gather"}) texts.push_back(compile_sm90(codegen::builtin_kernel(k).parse())->ptx);
   texts.push_back(compile_sm90(kernel(fill(codegen::builtin_kernel("elementwise").text, {{"T", "half"}})))->ptx);
+  texts.push_back(kTables);  // module data: initializers, addresses of variables, .const
   std::mt19937 rng(1234);
   int parsed = 0, refused = 0, ran = 0, faulted = 0;
   for (int iter = 0; iter < 600; ++iter) {
@@ -603,6 +696,7 @@ TEST_CASE("PTX parser and executor: mutated kernels are refused with an Error or
     l.shared_bytes = e.static_shared_bytes;
     l.local_bytes_per_thread = e.local_bytes;
     l.memory = &gpu.memory;
+    l.data_address = place_data(gpu, *mod, 1 << 20);
     std::atomic<bool> stop{false};
     std::mutex mu;
     std::condition_variable cv;
@@ -835,6 +929,171 @@ TEST_CASE("PTX executor: generic addresses into shared and local memory through 
 
 // ---- single instructions ------------------------------------------------------------------------
 
+// ---- module data ---------------------------------------------------------------------------------
+
+TEST_CASE("PTX module data: .global and .const variables, initialized and not, by symbol, offset, mov, cvta and ld.const") {
+  Text t;
+  std::vector<uint32_t> out(5 * 16, 0xdeadbeef);
+  uint64_t po = t.gpu.map(out.data(), out.size() * 4);
+  prepare(t, kTables, {po}, {1, 1, 1}, {5, 1, 1});
+  // The layout: the .const part first (read-only, a page), the .global part after it.
+  const nv::PtxData& d = nv::data(*t.mod);
+  CHECK(d.const_bytes == 4096);
+  REQUIRE(d.variables.size() == 10);
+  CHECK(d.variables[0].name == "__switch_table");
+  CHECK(d.variables[0].offset == 4096);
+  CHECK(d.variables[0].size == 20);
+  CHECK(!d.variables[0].constant);
+  CHECK(d.variables[1].name == "ctab");
+  CHECK(d.variables[1].constant);
+  CHECK(d.variables[1].offset == 0);
+  CHECK(d.variables[8].name == "small");
+  CHECK(d.variables[8].size == 3);  // its size from the initializer
+  CHECK(d.variables[7].size == 12);
+  CHECK(d.bytes >= 4096 + 20 + 24 + 4 + 16 + 8 + 12 + 12 + 2);
+  CHECK(t.launch.data_address != 0);
+  const uint64_t ctab = t.launch.data_address + d.variables[1].offset;
+  nv::PtxRunResult r = run(t);
+  if (r.fault) FAIL(r.fault->message);
+  const uint32_t table[] = {5, 11, 57, 23 + 256, 17}, ct[] = {105, 111, 157, 123, 117};
+  std::set<uint32_t> olds;
+  for (uint32_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    const uint32_t* w = &out[i * 16];
+    CHECK(w[0] == table[i]);      // mov of the symbol, cvta.global, a generic load
+    CHECK(w[1] == 279);           // [__switch_table+12]
+    CHECK(w[2] == ct[i]);         // ld.const through a register
+    CHECK(w[3] == 117);           // [ctab+16]
+    CHECK(w[4] == 111);           // cvta.const, then generic
+    CHECK(w[5] == 0);             // zero-initialized
+    CHECK(w[6] == 157);           // ptrs[1] = generic(ctab)+8
+    CHECK(w[7] == 111);           // the bytes of generic(ctab+4)
+    CHECK(w[8] == 0xc0000000u);   // -2 as .f32
+    CHECK(w[9] == 0);             // grid2[1][2]: not in the initializer
+    CHECK(w[10] == 4);            // grid2[1][0]
+    CHECK(w[11] == 0xffffff80u);  // small[1], sign-extended
+    CHECK(w[13] == 157);          // mov of ctab+8
+    CHECK(w[14] == 0x1234);       // a scalar
+    olds.insert(w[12]);
+  }
+  CHECK(olds == std::set<uint32_t>{0, 1, 2, 3, 4});  // one counter for all threads
+  // The relocated initializers hold the addresses the data got.
+  uint64_t p1 = 0;
+  std::memcpy(&p1, t.gpu.host(t.launch.data_address + d.variables[4].offset + 8), 8);
+  CHECK(p1 == ctab + 8);
+  // Variables keep their values from launch to launch, as a loaded module's do.
+  r = run(t);
+  if (r.fault) FAIL(r.fault->message);
+  olds.clear();
+  for (uint32_t i = 0; i < 5; ++i) olds.insert(out[i * 16 + 12]);
+  CHECK(olds == std::set<uint32_t>{5, 6, 7, 8, 9});
+  // An entry that uses the data needs it placed.
+  t.launch.data_address = 0;
+  CHECK_THROWS_WITH_AS(run(t), doctest::Contains("PtxLaunch::data_address is 0"), Error);
+}
+
+TEST_CASE("PTX module data: .const variables are read-only, and the data's bounds are checked") {
+  Text t;
+  prepare(t, kHead + R"(.const .align 4 .u32 c[2] = {1, 2};
+.global .align 4 .u32 g[2];
+.visible .entry w(.param .u64 which)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<4>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [which];
+  setp.eq.u64 %p1, %rd1, 0;
+  mov.u64 %rd2, c;
+  cvta.const.u64 %rd3, %rd2;
+  @%p1 st.u32 [%rd3+4], 7;
+  @%p1 ret;
+  ld.global.u32 %r1, [g+4096];
+  ret;
+}
+)",
+          {0}, {1, 1, 1}, {1, 1, 1});
+  const nv::PtxData& d = nv::data(*t.mod);
+  nv::PtxRunResult r = run(t);
+  REQUIRE(r.fault);
+  CHECK(r.fault->address == t.launch.data_address + 4);
+  CHECK(r.fault->message.find("read-only") != std::string::npos);
+  std::memcpy(t.gpu.host(t.launch.cbank0_address) + kParamBase, "\1", 1);
+  r = run(t);
+  REQUIRE(r.fault);
+  CHECK(r.fault->address == t.launch.data_address + d.variables[1].offset + 4096);  // g+4096: past the data
+  CHECK(r.fault->message.find("not mapped") != std::string::npos);
+  // Every entry of a module addresses the same variables.
+  Text t2;
+  std::vector<uint32_t> o2(2, 0);
+  const uint64_t p2 = t2.gpu.map(o2.data(), 8);
+  prepare(t2, kHead + R"(.global .align 4 .u32 g[2] = {7, 9};
+.visible .entry a(.param .u64 o)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [o];
+  ld.global.u32 %r1, [g];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+.visible .entry b(.param .u64 o)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [o];
+  mov.u64 %rd2, g+4;
+  ld.u32 %r1, [%rd2];
+  st.global.u32 [%rd1+4], %r1;
+  ret;
+}
+)",
+          {p2}, {1, 1, 1}, {1, 1, 1});
+  for (const char* e : {"a", "b"}) {
+    t2.launch.entry = e;
+    r = run(t2);
+    if (r.fault) FAIL(r.fault->message);
+  }
+  CHECK(o2 == std::vector<uint32_t>{7, 9});
+}
+
+TEST_CASE("PTX module data: malformed declarations are parse errors naming the line") {
+  auto err = [](const std::string& decl, const std::string& use = "") {
+    return parse_error(kHead + decl + "\n.visible .entry k()\n{\n  .reg .b32 %r<2>;\n" + use + "\n  ret;\n}\n");
+  };
+  CHECK(err(".global .u32 t[2] = {1, 2, 3};").find("PTX line 5: the initializer of t is longer than the array (2 elements)") == 0);
+  CHECK(err(".global .u32 t[2][2] = {{1, 2}, {3, 4}, {5, 6}};").find("longer than the array (2 rows)") != std::string::npos);
+  CHECK(err(".global .u32 t[2][2] = {{1, 2, 3}};").find("longer than the array (2 elements at this level)") != std::string::npos);
+  CHECK(err(".global .u64 p = generic(nosuch);").find("PTX line 5: unknown symbol nosuch in the initializer of p") == 0);
+  CHECK(err(".global .u32 t[2] = {1, 2x};").find("PTX line 5: malformed number '2x'") == 0);
+  CHECK(err(".global .b8 t[2] = {1, 256};").find("256 does not fit in .b8") != std::string::npos);
+  CHECK(err(".global .s8 t[2] = {-128, -129};").find("-129 does not fit in .s8") != std::string::npos);
+  CHECK(err(".global .f32 t[1] = {generic(t)};").find("cannot initialize .f32") != std::string::npos);
+  CHECK(err(".global .u32 t[2] = {1, 2").find("expected ',' or '}'") != std::string::npos);
+  CHECK(err(".global .u32 t[2] = {1, {2}};").find("unexpected '{'") != std::string::npos);
+  CHECK(err(".global .u32 t[];").find("has no size and no initializer") != std::string::npos);
+  CHECK(err(".global .u32 t[0];").find("a dimension of 0") != std::string::npos);
+  CHECK(err(".global .b8 t[4294967296][2];").find("is too large") != std::string::npos);
+  CHECK(err(".global .b8 t[18446744073709551615][18446744073709551615];").find("is too large") != std::string::npos);
+  CHECK(err(".global .u32 t;\n.const .u32 t;").find("PTX line 6: variable t declared twice") == 0);
+  CHECK(err(".global .align 3 .u32 t;").find(".align 3 is not a power of two") != std::string::npos);
+  CHECK(err(".global .u32 t = {1};").find("takes a single value") != std::string::npos);
+  CHECK(err(".global .u32 t[2] = {1, 0x12(t)};").find("only a one-byte mask") != std::string::npos);
+  CHECK(err(".global .texref t;").find("unsupported modifier .texref") != std::string::npos);
+  CHECK(err(".global .u32 t;", "  ld.global.u32 %r1, [nosuch+4];").find("unknown symbol nosuch in an address") != std::string::npos);
+  CHECK(err(".global .u32 t;", "  ld.shared.u32 %r1, [t];").find("global variable t accessed as .shared") != std::string::npos);
+  CHECK(err(".const .u32 t;", "  st.const.u32 [t], %r1;").find("stores to the parameter or constant space are not allowed") != std::string::npos);
+  CHECK(err(".global .u32 t;", "  mov.u32 %r1, nosuch;").find("unknown symbol nosuch") != std::string::npos);
+  // Truncated and garbled declarations are errors too, never a crash.
+  const std::string decl = ".global .align 8 .u64 p[3] = {generic(q)+4, 0xFF00(generic(q)), -1};\n.const .b16 q[2][2] = {{1, 2}, {3}};";
+  for (size_t n = 0; n < decl.size(); ++n) {
+    CAPTURE(n);
+    CHECK_NOTHROW(err(decl.substr(0, n)));
+    std::string g = decl;
+    g[n] = "{}(),;+-x0[]"[n % 12];
+    CHECK_NOTHROW(err(g));
+  }
+}
+
 TEST_CASE("PTX instructions: integer division, remainder, shifts and multiplies") {
   std::vector<uint64_t> a = {u32(7), u32(-7), u32(INT32_MIN), u32(5), u32(-5), 0xffffffffu};
   std::vector<uint64_t> b = {u32(2), u32(2), u32(-1), 0, 0, 0};
@@ -1016,6 +1275,229 @@ TEST_CASE("PTX instructions: floating point — rounding modes, f16, NaNs, compa
   CHECK(d == std::vector<uint64_t>{f32(static_cast<float>(std::sin(0.5))) | f32(static_cast<float>(std::cos(0.5))) << 32});
   d = eval("rsqrt.approx.f32 %r4, %r1;\n  cvt.u64.u32 %rd4, %r4;", {f32(4.0f)});
   CHECK(d == std::vector<uint64_t>{f32(0.5f)});
+}
+
+// ---- packed halves ---------------------------------------------------------------------------------
+
+namespace {
+
+// Edge values of f16 and bf16: zeros, ±1 and 1 + ulp, a value whose sum with 1 is a tie, the smallest
+// and largest subnormals and the smallest normal, the largest finite, infinities, quiet and signaling
+// NaNs of either sign, and some ordinary values.
+const std::vector<uint64_t> kHalfEdges = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x3c01, 0x1000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff,
+                                          0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00, 0x3555, 0x4900, 0x0200, 0xc000, 0x5bff};
+const std::vector<uint64_t> kBf16Edges = {0x0000, 0x8000, 0x3f80, 0xbf80, 0x3f81, 0x3b80, 0x0001, 0x8001, 0x007f, 0x0080, 0x7f7f,
+                                          0xff7f, 0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffc0, 0x3eab, 0x4120, 0xc000, 0x4b80, 0x3c00};
+
+// Operands for every pair of edge values in the low halves (a, b), and a shuffled pair in the high ones.
+struct PackedInputs {
+  std::vector<uint64_t> a, b, c;
+};
+PackedInputs packed_inputs(const std::vector<uint64_t>& e) {
+  PackedInputs in;
+  const size_t n = e.size();
+  for (size_t i = 0; i < n * n; ++i) {
+    in.a.push_back(e[i % n] | e[(i * 7 + 3) % n] << 16);
+    in.b.push_back(e[i / n] | e[(i * 5 + i / n) % n] << 16);
+    in.c.push_back(e[(i * 13 + 1) % n] | e[(i * 11 + 5) % n] << 16);
+  }
+  return in;
+}
+std::vector<uint64_t> halves(const std::vector<uint64_t>& v, int shift) {
+  std::vector<uint64_t> r;
+  for (uint64_t x : v) r.push_back(x >> shift & 0xffff);
+  return r;
+}
+
+// `op` (e.g. "fma.rn.relu") on .f16x2 (or .bf16x2) gives, in each half, what it gives on .f16 (.bf16).
+void packed_matches_scalar(const std::string& op, int nsrc, bool bf) {
+  CAPTURE(op);
+  CAPTURE(bf);
+  const std::string ty = bf ? "bf16" : "f16";
+  std::string rs = "%r1", hs = "%h1";
+  for (int i = 2; i <= nsrc; ++i) rs += ", %r" + std::to_string(i), hs += ", %h" + std::to_string(i);
+  const PackedInputs in = packed_inputs(bf ? kBf16Edges : kHalfEdges);
+  const auto d = eval(op + "." + ty + "x2 %r4, " + rs + ";\n  cvt.u64.u32 %rd4, %r4;", in.a, in.b, in.c);
+  const std::string scalar = op + "." + ty + " %h4, " + hs + ";\n  cvt.u64.u16 %rd4, %h4;";
+  const auto lo = eval(scalar, halves(in.a, 0), halves(in.b, 0), halves(in.c, 0));
+  const auto hi = eval(scalar, halves(in.a, 16), halves(in.b, 16), halves(in.c, 16));
+  int bad = 0;
+  for (size_t i = 0; i < d.size(); ++i)
+    if (d[i] != (lo[i] | hi[i] << 16) && ++bad < 4)
+      FAIL_CHECK("lane " << i << ": a 0x" << std::hex << in.a[i] << " b 0x" << in.b[i] << " c 0x" << in.c[i] << ": packed 0x" << d[i] << ", scalar 0x"
+                         << (lo[i] | hi[i] << 16));
+  CHECK(bad == 0);
+}
+
+// The correctly rounded f16/bf16 encoding of a double (round to nearest even), with NVIDIA's NaN.
+uint64_t rounded(double v, bool bf) {
+  if (std::isnan(v)) return 0x7fff;
+  return ir::float_to_bits(v, bf ? ir::dtypes::bfloat16 : ir::dtypes::half);
+}
+
+}  // namespace
+
+TEST_CASE("PTX instructions: packed f16x2 and bf16x2 arithmetic is the scalar instruction on each half") {
+  for (const char* op : {"add",
+                         "add.rn",
+                         "add.rn.ftz",
+                         "add.rn.sat",
+                         "add.ftz.sat",
+                         "sub.rn",
+                         "sub.rn.ftz.sat",
+                         "mul.rn",
+                         "mul.rn.ftz",
+                         "mul.rn.sat",
+                         "neg",
+                         "neg.ftz",
+                         "abs",
+                         "abs.ftz",
+                         "min",
+                         "min.ftz",
+                         "min.NaN",
+                         "min.xorsign.abs",
+                         "min.ftz.NaN.xorsign.abs",
+                         "max",
+                         "max.ftz",
+                         "max.NaN",
+                         "max.xorsign.abs",
+                         "max.ftz.NaN.xorsign.abs",
+                         "fma.rn",
+                         "fma.rn.ftz",
+                         "fma.rn.sat",
+                         "fma.rn.ftz.sat",
+                         "fma.rn.relu",
+                         "fma.rn.ftz.relu",
+                         "ex2.approx",
+                         "tanh.approx"}) {
+    const std::string o = op;
+    const int n = o.starts_with("fma") ? 3 : (o.starts_with("neg") || o.starts_with("abs") || o.find("approx") != std::string::npos) ? 1 : 2;
+    packed_matches_scalar(o, n, false);
+  }
+  for (const char* op : {"add.rn", "sub.rn", "mul.rn", "neg", "abs", "min", "min.NaN", "min.xorsign.abs", "max", "max.NaN", "max.NaN.xorsign.abs",
+                         "fma.rn", "fma.rn.relu", "ex2.approx.ftz", "tanh.approx"}) {
+    const std::string o = op;
+    const int n = o.starts_with("fma") ? 3 : (o.starts_with("neg") || o.starts_with("abs") || o.find("approx") != std::string::npos) ? 1 : 2;
+    packed_matches_scalar(o, n, true);
+  }
+}
+
+TEST_CASE("PTX instructions: packed add, sub and mul round each half correctly (against exact arithmetic)") {
+  for (bool bf : {false, true}) {
+    CAPTURE(bf);
+    const PackedInputs in = packed_inputs(bf ? kBf16Edges : kHalfEdges);
+    const std::string ty = bf ? ".bf16x2" : ".f16x2";
+    auto value = [&](uint64_t h) { return ir::float_from_bits(static_cast<uint32_t>(h & 0xffff), bf ? ir::dtypes::bfloat16 : ir::dtypes::half); };
+    for (const char* op : {"add", "sub", "mul"}) {
+      CAPTURE(op);
+      // Sums and products of two halves are exact in double (bf16 sums round away only what is
+      // below half an ulp of the larger operand), so one rounding of the double is the answer.
+      const auto d = eval(std::string(op) + ".rn" + ty + " %r4, %r1, %r2;\n  cvt.u64.u32 %rd4, %r4;", in.a, in.b);
+      int bad = 0;
+      for (size_t i = 0; i < d.size(); ++i) {
+        uint64_t want = 0;
+        for (int s : {0, 16}) {
+          const double x = value(in.a[i] >> s), y = value(in.b[i] >> s);
+          const double r = op[0] == 'a' ? x + y : op[0] == 's' ? x - y : x * y;
+          want |= rounded(r, bf) << s;
+        }
+        if (d[i] != want && ++bad < 4) FAIL_CHECK("a 0x" << std::hex << in.a[i] << " b 0x" << in.b[i] << ": 0x" << d[i] << ", want 0x" << want);
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("PTX instructions: packed halves at their edges — ties, overflow, NaN, -0, subnormals, sat, relu, xorsign") {
+  auto one = [](const std::string& body, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
+    return eval(body + "\n  cvt.u64.u32 %rd4, %r4;", {a}, {b}, {c}).at(0);
+  };
+  // f16x2: 1 + 2^-11 is a tie (to even: 1); 65504 + 65504 overflows; (1 + 2^-10) + 2^-11 ties up to even.
+  CHECK(one("add.rn.f16x2 %r4, %r1, %r2;", 0x7bff3c00, 0x7bff1000) == 0x7c003c00);
+  CHECK(one("add.rn.f16x2 %r4, %r1, %r2;", 0x00003c01, 0x00001000) == 0x00003c02);
+  // inf - inf is NVIDIA's canonical NaN; -0 - +0 is -0; x - x is +0.
+  CHECK(one("sub.rn.f16x2 %r4, %r1, %r2;", 0x80007c00, 0x00007c00) == 0x80007fff);
+  CHECK(one("sub.rn.f16x2 %r4, %r1, %r2;", 0x3c003555, 0x3c003555) == 0x00000000);
+  // Subnormals: kept, or flushed to a zero of their sign with .ftz (inputs and results).
+  CHECK(one("mul.rn.f16x2 %r4, %r1, %r2;", 0x80010001, 0x40004000) == 0x80020002);
+  CHECK(one("mul.rn.ftz.f16x2 %r4, %r1, %r2;", 0x80010001, 0x40004000) == 0x80000000);
+  CHECK(one("mul.rn.ftz.f16x2 %r4, %r1, %r2;", 0x04000400, 0x38003800) == 0x00000000);  // 2^-14 / 2: a subnormal result
+  // .sat: [0, 1], NaN to +0.
+  CHECK(one("mul.rn.sat.f16x2 %r4, %r1, %r2;", 0x42004200, 0x4200c200) == 0x3c000000);
+  CHECK(one("add.sat.f16x2 %r4, %r1, %r2;", 0x7e003800, 0x00000000) == 0x00003800);
+  // fma: one rounding ((1 + u)^2 - 1 = 2u + u^2 is a tie, to even); .relu: negatives to +0, NaN canonical.
+  CHECK(one("fma.rn.f16x2 %r4, %r1, %r2, %r3;", 0x3c013c01, 0x3c013c01, 0xbc00bc00) == 0x18001800);
+  CHECK(one("fma.rn.relu.f16x2 %r4, %r1, %r2, %r3;", 0x7c003c00, 0x0000c000, 0x00000000) == 0x7fff0000);
+  // neg/abs only touch the sign bit (NaNs too); .ftz flushes first.
+  CHECK(one("neg.f16x2 %r4, %r1;", 0x80007e00) == 0x0000fe00);
+  CHECK(one("abs.f16x2 %r4, %r1;", 0xfc00fe01) == 0x7c007e01);
+  CHECK(one("neg.ftz.f16x2 %r4, %r1;", 0x80010001) == 0x00008000);
+  // min/max: a NaN loses (with .NaN wins, canonically), two NaNs give the canonical NaN, -0 < +0.
+  CHECK(one("min.f16x2 %r4, %r1, %r2;", 0x00007e00, 0x80003c00) == 0x80003c00);
+  CHECK(one("max.f16x2 %r4, %r1, %r2;", 0x7e007e00, 0x7c010003) == 0x7fff0003);
+  CHECK(one("max.NaN.f16x2 %r4, %r1, %r2;", 0x3c007e00, 0x40003c00) == 0x40007fff);
+  // .xorsign.abs: the smaller (larger) magnitude with the XOR of the signs.
+  CHECK(one("min.xorsign.abs.f16x2 %r4, %r1, %r2;", 0xc000c000, 0xc2004200) == 0x4000c000);
+  CHECK(one("max.xorsign.abs.f16x2 %r4, %r1, %r2;", 0xc000c000, 0xc2004200) == 0x4200c200);
+  // bf16x2: the same ties and overflow in bf16's precision.
+  CHECK(one("add.rn.bf16x2 %r4, %r1, %r2;", 0x3f813f80, 0x3b803b80) == 0x3f823f80);
+  CHECK(one("mul.rn.bf16x2 %r4, %r1, %r2;", 0x7f7fff80, 0x40000000) == 0x7f807fff);
+  CHECK(one("fma.rn.bf16x2 %r4, %r1, %r2, %r3;", 0x3f803f80, 0x3f803f80, 0x3b803b81) == 0x3f803f81);
+  CHECK(one("min.NaN.bf16x2 %r4, %r1, %r2;", 0x7fc03f80, 0x3f80bf80) == 0x7fffbf80);
+  // ex2 on each half.
+  CHECK(one("ex2.approx.f16x2 %r4, %r1;", 0x00003c00) == 0x3c004000);
+}
+
+TEST_CASE("PTX instructions: packed comparisons — setp p|q is the low and the high half, set packs a result per half") {
+  auto preds = [](const std::string& setp, uint64_t a, uint64_t b, uint64_t c = 0) {
+    return eval("setp.ne.s32 %p3, %r3, 0;\n  " + setp + "\n  selp.u64 %rd4, 1, 0, %p1;\n  selp.u64 %x8, 2, 0, %p2;\n  or.b64 %rd4, %rd4, %x8;", {a},
+                {b}, {c})
+        .at(0);
+  };
+  // Low halves 1 < 2 (p), high halves 2 < 1 false (q).
+  CHECK(preds("setp.lt.f16x2 %p1|%p2, %r1, %r2;", 0x40003c00, 0x3c004000) == 1);
+  CHECK(preds("setp.gt.f16x2 %p1|%p2, %r1, %r2;", 0x40003c00, 0x3c004000) == 2);
+  // NaN: ordered false, unordered true; .ftz makes subnormals equal to zero.
+  CHECK(preds("setp.eq.f16x2 %p1|%p2, %r1, %r2;", 0x7e003c00, 0x7e003c00) == 1);
+  CHECK(preds("setp.equ.f16x2 %p1|%p2, %r1, %r2;", 0x7e003c00, 0x7e003c00) == 3);
+  CHECK(preds("setp.nan.bf16x2 %p1|%p2, %r1, %r2;", 0x3f807fc0, 0x3f803f80) == 1);
+  CHECK(preds("setp.eq.f16x2 %p1|%p2, %r1, %r2;", 0x00010001, 0x80000000) == 0);
+  CHECK(preds("setp.eq.ftz.f16x2 %p1|%p2, %r1, %r2;", 0x00010001, 0x80000000) == 3);
+  CHECK(preds("setp.lt.bf16x2 %p1|%p2, %r1, %r2;", 0xbf803f80, 0x3f80bf80) == 2);
+  // Combined with a predicate: each half with c (here true, then false).
+  CHECK(preds("setp.lt.and.f16x2 %p1|%p2, %r1, %r2, %p3;", 0x3c003c00, 0x40004000, 1) == 3);
+  CHECK(preds("setp.lt.or.f16x2 %p1|%p2, %r1, %r2, %p3;", 0x40003c00, 0x3c004000, 0) == 1);
+  CHECK(preds("setp.lt.xor.f16x2 %p1|%p2, %r1, %r2, !%p3;", 0x40003c00, 0x3c004000, 0) == 2);
+  // Either destination may be the sink.
+  CHECK(preds("setp.lt.f16x2 %p1|_, %r1, %r2;", 0x40003c00, 0x3c004000) == 1);
+  CHECK(preds("setp.lt.f16x2 _|%p2, %r1, %r2;", 0x3c004000, 0x40003c00) == 2);
+  // set: 1.0 per half in the packed float type, 0xffff per half for .u32/.s32.
+  auto one = [](const std::string& body, uint64_t a, uint64_t b) { return eval(body + "\n  cvt.u64.u32 %rd4, %r4;", {a}, {b}).at(0); };
+  CHECK(one("set.lt.f16x2.f16x2 %r4, %r1, %r2;", 0x40003c00, 0x3c004000) == 0x00003c00);
+  CHECK(one("set.lt.u32.f16x2 %r4, %r1, %r2;", 0x3c004000, 0x40003c00) == 0xffff0000);
+  CHECK(one("set.ge.bf16x2.bf16x2 %r4, %r1, %r2;", 0x3f803f80, 0x3f80bf80) == 0x3f803f80);
+  CHECK(one("set.num.s32.bf16x2 %r4, %r1, %r2;", 0x7fc03f80, 0x3f803f80) == 0x0000ffff);
+  // Scalar half comparisons into half and 16-bit results.
+  CHECK(one("set.lt.f16.f16 %h4, %h1, %h2;\n  cvt.u32.u16 %r4, %h4;", 0x3c00, 0x4000) == 0x3c00);
+  CHECK(one("set.lt.bf16.s32 %h4, %r1, %r2;\n  cvt.u32.u16 %r4, %h4;", 1, 2) == 0x3f80);
+  CHECK(one("set.lt.u16.f16 %h4, %h1, %h2;\n  cvt.u32.u16 %r4, %h4;", 0x3c00, 0x4000) == 0xffff);
+  // What LLVM writes around them: halves unpacked, selected, repacked.
+  CHECK(one("setp.lt.f16x2 %p1|%p2, %r1, %r2;\n  mov.b32 {%h1, %h2}, %r1;\n  mov.b32 {%h3, %h4}, %r2;\n  selp.b16 %h5, %h1, %h3, %p1;\n"
+            "  selp.b16 %h6, %h2, %h4, %p2;\n  mov.b32 %r4, {%h5, %h6};",
+            0x40003c00, 0x3c004000) == 0x3c003c00);
+  // Older LLVMs extract a half in a block with a register of its own: each block's is its own, and
+  // hides an outer one of the same name until the block ends.
+  CHECK(one("{ .reg .b16 tmp; mov.b32 {tmp, %h5}, %r1; }\n  { .reg .b16 tmp; mov.b32 {%h6, tmp}, %r2; }\n  mov.b32 %r4, {%h6, %h5};", 0x12345678,
+            0x9abcdef0) == 0x1234def0);
+  CHECK(one("mov.b32 %r4, 5;\n  { .reg .b32 %r4; mov.b32 %r4, 7; }", 0, 0) == 5);
+  CHECK(parse_error(kHead + ".visible .entry k()\n{\n  { .reg .b32 %t; .reg .b32 %t; }\n}\n").find("PTX line 7: register %t declared twice") == 0);
+  // The forms that do not exist are refused.
+  CHECK(parse_error(kHead + ".visible .entry k()\n{\n  .reg .b32 %r<3>;\n  .reg .pred %p<2>;\n  setp.lt.f16x2 %p1, %r1, %r2;\n}\n")
+            .find("two predicates") != std::string::npos);
+  CHECK(parse_error(kHead + ".visible .entry k()\n{\n  .reg .b32 %r<3>;\n  set.lt.f32.f16x2 %r1, %r1, %r2;\n}\n").find("not implemented") !=
+        std::string::npos);
+  CHECK(parse_error(kHead + ".visible .entry k()\n{\n  .reg .b32 %r<3>;\n  min.xorsign.f16x2 %r1, %r1, %r2;\n}\n").find("go together") !=
+        std::string::npos);
 }
 
 TEST_CASE("PTX instructions: warp shuffles, votes and atomics") {

@@ -11,4 +11,17 @@ std::shared_ptr<const PtxModule> parse_ptx(std::string_view text) { return detai
 
 const std::vector<PtxEntry>& entries(const PtxModule& m) { return m.entries; }
 
+const PtxData& data(const PtxModule& m) { return m.data; }
+
+void write_ptx_data(const PtxModule& m, uint64_t address, uint8_t* image) {
+  for (const detail::DataInit& d : m.data_init) {
+    uint64_t v = d.value;
+    if (d.var >= 0) {
+      v += address + m.data.variables[static_cast<size_t>(d.var)].offset;
+      if (d.byte >= 0) v = v >> (8 * d.byte) & 0xff;
+    }
+    for (unsigned i = 0; i < d.size; ++i) image[d.offset + i] = static_cast<uint8_t>(v >> (8 * i));  // little-endian
+  }
+}
+
 }  // namespace ugpu::emu::nv

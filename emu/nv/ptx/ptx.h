@@ -33,11 +33,35 @@ struct PtxEntry {
   uint32_t local_bytes = 0;          // .local variables per thread
 };
 
+// Module-scope .global and .const variables (LLVM's switch tables and constant arrays, `__device__`
+// data) live in one image the module brings along: the .const variables first, in [0, const_bytes)
+// (read-only), then the .global ones. Whoever loads the module places the image in GPU memory at an
+// address aligned to `align` (emu:nv does it when it first runs the program), fills it with
+// write_ptx_data, and passes that address as PtxLaunch::data_address; `mov` of a variable, and an
+// access through its name, give that address plus the variable's offset (which is also its generic
+// address: cvta.global and cvta.const leave it as it is).
+struct PtxVariable {
+  std::string name;
+  bool constant = false;  // .const (else .global)
+  uint64_t offset = 0, size = 0;
+};
+struct PtxData {
+  uint64_t bytes = 0;        // the image; 0 when the module declares no .global/.const variable
+  uint64_t const_bytes = 0;  // the .const part, a multiple of 4096 (the .global part starts there)
+  uint64_t align = 1;
+  std::vector<PtxVariable> variables;
+};
+
 // Parses a whole module. Throws ugpu::Error "PTX line N: ..." naming the line and what is wrong (a
 // syntax error, an unknown directive, an instruction or type the executor does not implement) — an
 // unimplemented instruction is refused here, before anything runs.
 std::shared_ptr<const PtxModule> parse_ptx(std::string_view text);
 const std::vector<PtxEntry>& entries(const PtxModule& m);
+const PtxData& data(const PtxModule& m);
+// Writes the initial values of the module's variables into `image` (data(m).bytes bytes, zeroed by the
+// caller) for an image placed at GPU address `address`: initializers that hold a variable's address
+// (`.u64 p = generic(tbl)`) get the address it has there. Bytes no initializer covers are left alone.
+void write_ptx_data(const PtxModule& m, uint64_t address, uint8_t* image);
 
 struct PtxLaunch {
   const PtxModule* module = nullptr;
@@ -51,6 +75,7 @@ struct PtxLaunch {
   uint64_t cbank0_address = 0;
   uint32_t cbank0_size = 0;  // reads past it are faults
   uint32_t param_base = 0x210;
+  uint64_t data_address = 0;            // where the module's .global/.const image lies in `memory` (see PtxData)
   uint32_t shared_bytes = 0;            // shared memory per block; must cover the static .shared
   uint32_t local_bytes_per_thread = 0;  // must cover the entry's .local
   // Generic addresses inside these windows address the block's shared memory / the thread's local
@@ -83,7 +108,8 @@ struct PtxRunResult {
 };
 
 // Throws ugpu::Error for launches that are wrong before anything runs (no such entry, a block of more
-// than 1024 threads, shared or local memory smaller than the entry declares, no memory).
+// than 1024 threads, shared or local memory smaller than the entry declares, no memory, no data_address
+// for an entry that uses the module's variables).
 PtxRunResult run_ptx(const PtxLaunch& launch, const PtxRunOptions& options = {});
 
 }  // namespace ugpu::emu::nv

@@ -481,11 +481,21 @@ void finish_setp(Warp& w, const Inst& in, uint32_t m, uint32_t t) {
   write_pred(w, in.d[0], m, p);
   write_pred(w, in.d[1], m, q);
 }
-// set: d = all ones (or 1.0f) where the combined comparison holds, else 0.
+// set: d = all ones of its width (or 1.0 in its float format) where the combined comparison holds, else 0.
+inline uint64_t set_true(T t) {
+  switch (t) {
+    case T::F32: return 0x3f800000u;
+    case T::F16: return 0x3c00;
+    case T::BF16: return 0x3f80;
+    case T::U16:
+    case T::S16: return 0xffff;
+    default: return 0xffffffffu;
+  }
+}
 void finish_set(Warp& w, const Inst& in, uint32_t m, uint32_t t) {
   uint32_t p = combine(in.bop, t, pred_src(w, in));
   uint64_t* d = slot(w, in.d[0]);
-  const uint64_t one = in.type == T::F32 ? 0x3f800000u : 0xffffffffu;
+  const uint64_t one = set_true(in.type);
   for_lanes(m, [&](int l) { d[l] = (p >> l & 1) ? one : 0; });
 }
 
@@ -745,7 +755,8 @@ struct DNeg {
 };
 
 // min/max: a NaN operand loses to a number (with .NaN it wins); -0 is below +0; two NaNs give the
-// canonical NaN.
+// canonical NaN. .xorsign.abs compares the magnitudes and gives the result the XOR of the operands'
+// signs (a NaN result keeps its own).
 template <class K>
 struct FMinMax {
   static uint64_t f(const Inst& in, uint64_t a, uint64_t b) {
@@ -754,19 +765,22 @@ struct FMinMax {
       if (subnormal<K>(ra)) ra &= K::sign;
       if (subnormal<K>(rb)) rb &= K::sign;
     }
+    const uint64_t xorsign = (ra ^ rb) & K::sign;
+    if (in.flags & kXorSign) ra &= ~K::sign, rb &= ~K::sign;
     double x = K::get(ra), y = K::get(rb);
     const bool na = x != x, nb = y != y;
     if (na || nb) {
       if ((na && nb) || (in.flags & kNaN)) return K::fmt.canonical_nan;
-      return na ? rb : ra;
+      return with_xorsign(in, na ? rb : ra, xorsign);
     }
     const bool max = in.op == Opc::Max;
     uint64_t r;
     if (x == y) r = ((ra & K::sign) != 0) == max ? rb : ra;  // equal: only the zeros' signs differ
     else r = (x < y) != max ? ra : rb;
     if ((in.flags & kRelu) && (r & K::sign)) r = 0;
-    return r;
+    return with_xorsign(in, r, xorsign);
   }
+  static uint64_t with_xorsign(const Inst& in, uint64_t r, uint64_t xorsign) { return (in.flags & kXorSign) ? (r & ~K::sign) | xorsign : r; }
 };
 struct DMinMax {
   static uint64_t f(const Inst& in, uint64_t a, uint64_t b) {
@@ -785,6 +799,20 @@ struct Copysign {
 };
 struct DCopysign {
   static uint64_t f(const Inst&, uint64_t a, uint64_t b) { return (b & ~(uint64_t{1} << 63)) | (a & (uint64_t{1} << 63)); }
+};
+
+// Packed halves (f16x2, bf16x2): the scalar operation on each 16-bit half on its own, element 0 in
+// bits 0-15 and element 1 in bits 16-31 of every operand and of the result.
+template <class Op>
+struct Packed {
+  static uint64_t lo(uint64_t v) { return v & 0xffff; }
+  static uint64_t hi(uint64_t v) { return v >> 16 & 0xffff; }
+  static uint64_t pack(uint64_t l, uint64_t h) { return (l & 0xffff) | (h & 0xffff) << 16; }
+  static uint64_t f(const Inst& in, uint64_t a) { return pack(Op::f(in, lo(a)), Op::f(in, hi(a))); }
+  static uint64_t f(const Inst& in, uint64_t a, uint64_t b) { return pack(Op::f(in, lo(a), lo(b)), Op::f(in, hi(a), hi(b))); }
+  static uint64_t f(const Inst& in, uint64_t a, uint64_t b, uint64_t c) {
+    return pack(Op::f(in, lo(a), lo(b), lo(c)), Op::f(in, hi(a), hi(b), hi(c)));
+  }
 };
 
 double fvalue(T t, uint64_t r) {
@@ -828,27 +856,28 @@ void testp(Warp& w, const Inst& in, uint32_t m) {
   write_pred(w, in.d[0], m, t);
 }
 
-uint32_t float_compare(Warp& w, const Inst& in, uint32_t m) {
+// The comparison of the operands read as `ty` from bit `shift` up (the halves of a packed type).
+uint32_t float_compare(Warp& w, const Inst& in, uint32_t m, T ty, int shift) {
   const uint64_t *a = slot(w, in.s[0]), *b = slot(w, in.s[1]);
   uint32_t t = 0;
-  const T ty = in.type2;
   const bool simple = ty == T::F32 && !(in.flags & kFtz);
-#define UGPU_FCMP(C, E)                                        \
-  case C:                                                      \
-    if (simple)                                                \
-      for_lanes(m, [&](int l) {                                \
-        float x = f32_of(a[l]), y = f32_of(b[l]);              \
-        bool un = x != x || y != y;                            \
-        (void)un;                                              \
-        t |= static_cast<uint32_t>(E) << l;                    \
-      });                                                      \
-    else                                                       \
-      for_lanes(m, [&](int l) {                                \
-        double x = fget(in, ty, a[l]), y = fget(in, ty, b[l]); \
-        bool un = x != x || y != y;                            \
-        (void)un;                                              \
-        t |= static_cast<uint32_t>(E) << l;                    \
-      });                                                      \
+#define UGPU_FCMP(C, E)                           \
+  case C:                                         \
+    if (simple)                                   \
+      for_lanes(m, [&](int l) {                   \
+        float x = f32_of(a[l]), y = f32_of(b[l]); \
+        bool un = x != x || y != y;               \
+        (void)un;                                 \
+        t |= static_cast<uint32_t>(E) << l;       \
+      });                                         \
+    else                                          \
+      for_lanes(m, [&](int l) {                   \
+        double x = fget(in, ty, a[l] >> shift);   \
+        double y = fget(in, ty, b[l] >> shift);   \
+        bool un = x != x || y != y;               \
+        (void)un;                                 \
+        t |= static_cast<uint32_t>(E) << l;       \
+      });                                         \
     break;
   switch (in.cmp) {
     UGPU_FCMP(kEq, !un && x == y)
@@ -870,8 +899,26 @@ uint32_t float_compare(Warp& w, const Inst& in, uint32_t m) {
 #undef UGPU_FCMP
   return t;
 }
-void setp_float(Warp& w, const Inst& in, uint32_t m) { finish_setp(w, in, m, float_compare(w, in, m)); }
-void set_float(Warp& w, const Inst& in, uint32_t m) { finish_set(w, in, m, float_compare(w, in, m)); }
+void setp_float(Warp& w, const Inst& in, uint32_t m) { finish_setp(w, in, m, float_compare(w, in, m, in.type2, 0)); }
+void set_float(Warp& w, const Inst& in, uint32_t m) { finish_set(w, in, m, float_compare(w, in, m, in.type2, 0)); }
+// setp.f16x2 p|q and set.*.f16x2: one comparison per half. p gets the low halves' (each combined
+// with c), q the high halves' — not the complement as for scalar types.
+inline T half_of(T packed) { return packed == T::F16x2 ? T::F16 : T::BF16; }
+void setp_packed(Warp& w, const Inst& in, uint32_t m) {
+  const uint32_t lo = float_compare(w, in, m, half_of(in.type2), 0), hi = float_compare(w, in, m, half_of(in.type2), 16);
+  const uint32_t c = pred_src(w, in);
+  write_pred(w, in.d[0], m, combine(in.bop, lo, c));
+  write_pred(w, in.d[1], m, combine(in.bop, hi, c));
+}
+// set.*.f16x2: each half of d is 1.0 in its format (.f16x2/.bf16x2 results) or 0xffff (.u32/.s32).
+void set_packed(Warp& w, const Inst& in, uint32_t m) {
+  const uint32_t c = pred_src(w, in);
+  const uint32_t lo = combine(in.bop, float_compare(w, in, m, half_of(in.type2), 0), c);
+  const uint32_t hi = combine(in.bop, float_compare(w, in, m, half_of(in.type2), 16), c);
+  const uint64_t one = in.type == T::F16x2 ? 0x3c00 : in.type == T::BF16x2 ? 0x3f80 : 0xffff;
+  uint64_t* d = slot(w, in.d[0]);
+  for_lanes(m, [&](int l) { d[l] = ((lo >> l & 1) ? one : 0) | ((hi >> l & 1) ? one : 0) << 16; });
+}
 
 // ---- select, predicates, moves ----------------------------------------------------------------
 
@@ -1090,16 +1137,35 @@ ExecFn cvt_int(T d, T s) {
   }
 }
 
-// A float operation by format: f16 and bf16 (K = KH/KB), f32 exact-residual (KS), f32 plain, f64.
+// A float operation by format: f16 and bf16 (K = KH/KB), each also packed two to a register (f16x2,
+// bf16x2), f32 exact-residual (KS), f32 plain, f64.
 template <template <class> class Narrow, class Plain32, class Wide64, template <class> class Map>
 ExecFn by_float(const Inst& in) {
   const bool plain = (in.rnd == kRN || in.rnd == kNoRnd) && !(in.flags & (kFtz | kSat | kRelu));
   switch (in.type) {
     case T::F16: return Map<Narrow<KH>>::fn;
     case T::BF16: return Map<Narrow<KB>>::fn;
+    case T::F16x2: return Map<Packed<Narrow<KH>>>::fn;
+    case T::BF16x2: return Map<Packed<Narrow<KB>>>::fn;
     case T::F32: return plain ? Map<Plain32>::fn : Map<Narrow<KS>>::fn;
     case T::F64: return Map<Wide64>::fn;
     default: return nullptr;
+  }
+}
+
+// set's result types: .u32/.s32/.f32, and (the half-precision forms) .u16/.s16/.f16/.bf16 for
+// scalar sources; a packed source gives its own packed type or .u32/.s32.
+bool set_result_ok(T d, T s) {
+  if (s == T::F16x2 || s == T::BF16x2) return d == s || d == T::U32 || d == T::S32;
+  switch (d) {
+    case T::U32:
+    case T::S32:
+    case T::F32:
+    case T::U16:
+    case T::S16:
+    case T::F16:
+    case T::BF16: return true;
+    default: return false;
   }
 }
 
@@ -1160,6 +1226,8 @@ std::string bind_alu(Inst& in) {
     case Opc::Neg:
       if (t == T::F16) fn = M1<FNeg<KH>>::fn;
       else if (t == T::BF16) fn = M1<FNeg<KB>>::fn;
+      else if (t == T::F16x2) fn = M1<Packed<FNeg<KH>>>::fn;
+      else if (t == T::BF16x2) fn = M1<Packed<FNeg<KB>>>::fn;
       else if (t == T::F32) fn = M1<FNeg<KS>>::fn;
       else if (t == T::F64) fn = M1<DNeg>::fn;
       else if (in.op == Opc::Neg && is_signed(t) && bits(t) >= 16) fn = M1<Neg64>::fn;
@@ -1167,8 +1235,11 @@ std::string bind_alu(Inst& in) {
       break;
     case Opc::Min:
     case Opc::Max:
+      if ((in.flags & kXorSign) && t != T::F16 && t != T::BF16 && t != T::F16x2 && t != T::BF16x2 && t != T::F32) break;
       if (t == T::F16) fn = M2<FMinMax<KH>>::fn;
       else if (t == T::BF16) fn = M2<FMinMax<KB>>::fn;
+      else if (t == T::F16x2) fn = M2<Packed<FMinMax<KH>>>::fn;
+      else if (t == T::BF16x2) fn = M2<Packed<FMinMax<KB>>>::fn;
       else if (t == T::F32) fn = M2<FMinMax<KS>>::fn;
       else if (t == T::F64) fn = M2<DMinMax>::fn;
       else if ((in.flags & kRelu) && t == T::S32) fn = in.op == Opc::Min ? M2<MinRelu32>::fn : M2<MaxRelu32>::fn;
@@ -1239,11 +1310,15 @@ std::string bind_alu(Inst& in) {
       if (t == T::F32) fn = M1<FApprox<KS, lg2>>::fn;
       break;
     case Opc::Ex2:
-      fn = t == T::F32 ? M1<FApprox<KS, ex2>>::fn : t == T::F16 ? M1<FApprox<KH, ex2>>::fn : t == T::BF16 ? M1<FApprox<KB, ex2>>::fn : nullptr;
+    case Opc::Tanh: {
+      const bool e = in.op == Opc::Ex2;
+      if (t == T::F32) fn = e ? M1<FApprox<KS, ex2>>::fn : M1<FApprox<KS, tanh_>>::fn;
+      else if (t == T::F16) fn = e ? M1<FApprox<KH, ex2>>::fn : M1<FApprox<KH, tanh_>>::fn;
+      else if (t == T::BF16) fn = e ? M1<FApprox<KB, ex2>>::fn : M1<FApprox<KB, tanh_>>::fn;
+      else if (t == T::F16x2) fn = e ? M1<Packed<FApprox<KH, ex2>>>::fn : M1<Packed<FApprox<KH, tanh_>>>::fn;
+      else if (t == T::BF16x2) fn = e ? M1<Packed<FApprox<KB, ex2>>>::fn : M1<Packed<FApprox<KB, tanh_>>>::fn;
       break;
-    case Opc::Tanh:
-      fn = t == T::F32 ? M1<FApprox<KS, tanh_>>::fn : t == T::F16 ? M1<FApprox<KH, tanh_>>::fn : t == T::BF16 ? M1<FApprox<KB, tanh_>>::fn : nullptr;
-      break;
+    }
     case Opc::Copysign: fn = t == T::F32 ? M2<Copysign<KS>>::fn : t == T::F64 ? M2<DCopysign>::fn : nullptr; break;
     case Opc::Testp:
       if (t == T::F32 || t == T::F64) fn = &testp;
@@ -1252,7 +1327,11 @@ std::string bind_alu(Inst& in) {
     case Opc::Set: {
       const T s = in.type2;
       const bool set = in.op == Opc::Set;
-      if (is_float(s) && s != T::F16x2 && s != T::BF16x2) {
+      if (set && !set_result_ok(in.type, s)) break;
+      if (s == T::F16x2 || s == T::BF16x2) {
+        if (in.cmp >= kLo && in.cmp <= kHs) break;
+        fn = set ? &set_packed : &setp_packed;
+      } else if (is_float(s)) {
         if (in.cmp >= kLo && in.cmp <= kHs) break;
         fn = set ? &set_float : &setp_float;
       } else if (is_int(s) && bits(s) >= 16) {

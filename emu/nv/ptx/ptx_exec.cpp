@@ -277,6 +277,7 @@ void setup(Block& b, Run& run) {
     w.block = &b;
     w.index = i;
     for (const auto& [s, v] : c.constants) std::fill_n(slot(w, s), 32, v);
+    for (const auto& [s, off] : c.data_constants) std::fill_n(slot(w, s), 32, run.launch->data_address + off);
   }
 }
 
@@ -420,6 +421,15 @@ PtxRunResult run_ptx(const PtxLaunch& launch, const PtxRunOptions& options) {
   if (launch.local_bytes_per_thread > 512 * 1024)
     throw Error("PTX launch of " + entry.name + ": " + std::to_string(launch.local_bytes_per_thread) +
                 " bytes of local memory per thread; the limit is 512 KiB");
+  const PtxData& data = mod.data;
+  if (!mod.code[index].data_constants.empty()) {
+    if (!launch.data_address)
+      throw Error("PTX launch of " + entry.name + ": the entry uses the module's .global/.const variables (" + std::to_string(data.bytes) +
+                  " bytes), but the launch places them nowhere (PtxLaunch::data_address is 0)");
+    if (launch.data_address % data.align)
+      throw Error("PTX launch of " + entry.name + ": the module's data at " + hex(launch.data_address) + " is not aligned to " +
+                  std::to_string(data.align) + " bytes");
+  }
   const uint64_t gap =
       launch.shared_window > launch.local_window ? launch.shared_window - launch.local_window : launch.local_window - launch.shared_window;
   if (gap < (uint64_t{1} << 32)) throw Error("PTX launch: the shared and local windows overlap (each spans 4 GiB)");

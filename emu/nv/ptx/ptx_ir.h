@@ -33,7 +33,18 @@ enum Rnd : uint8_t { kRN, kRZ, kRM, kRP, kNoRnd = 0xff };
 inline uint8_t rn_default(uint8_t r) { return r == kNoRnd ? static_cast<uint8_t>(kRN) : r; }
 enum Cmp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kLo, kLs, kHi, kHs, kEqu, kNeu, kLtu, kLeu, kGtu, kGeu, kNum, kNan };
 enum BoolOp : uint8_t { kNoBool, kAnd, kOr, kXor };
-enum Flag : uint16_t { kFtz = 1, kSat = 2, kIntRnd = 4, kNaN = 8, kRelu = 16, kCC = 32, kCarryIn = 64, kShiftAmt = 128, kApprox = 256 };
+enum Flag : uint16_t {
+  kFtz = 1,
+  kSat = 2,
+  kIntRnd = 4,
+  kNaN = 8,
+  kRelu = 16,
+  kCC = 32,
+  kCarryIn = 64,
+  kShiftAmt = 128,
+  kApprox = 256,
+  kXorSign = 512
+};
 
 // What an instruction is; `fn` holds its implementation for Flow::Alu.
 enum class Opc : uint8_t {
@@ -216,6 +227,17 @@ struct Code {
   std::vector<std::pair<uint32_t, bool>> const_preds;
   uint32_t cc_slot = kNone;    // the carry flag of add.cc/addc, when used
   uint32_t sink_slot = kNone;  // where `_` results go
+  // Slots holding addresses in the module's data image: PtxLaunch::data_address + offset.
+  std::vector<std::pair<uint32_t, uint64_t>> data_constants;
+};
+
+// An initial value in the module's data image: `size` bytes of `value` at `offset`, or (var >= 0) the
+// address of variable `var` plus `value`, whole or (byte >= 0) only its byte number `byte`.
+struct DataInit {
+  uint64_t offset = 0, value = 0;
+  uint8_t size = 0;
+  int8_t byte = -1;
+  int32_t var = -1;
 };
 
 }  // namespace ugpu::emu::nv::detail
@@ -225,6 +247,8 @@ namespace ugpu::emu::nv {
 struct PtxModule {
   std::vector<PtxEntry> entries;
   std::vector<detail::Code> code;  // parallel to entries
+  PtxData data;
+  std::vector<detail::DataInit> data_init;
 };
 
 }  // namespace ugpu::emu::nv

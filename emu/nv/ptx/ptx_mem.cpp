@@ -66,8 +66,8 @@ uint8_t* param_ptr(Warp& w, const Inst& in, int lane, uint64_t off, unsigned byt
 
 template <Space S>
 uint8_t* resolve(Warp& w, const Inst& in, int lane, uint64_t addr, unsigned bytes, Access acc) {
-  if constexpr (S == Space::Global) {
-    return global_ptr(w, in, lane, addr, bytes, acc, Space::Global);
+  if constexpr (S == Space::Global || S == Space::Const) {  // .const: the module's .const variables (PtxData), read-only
+    return global_ptr(w, in, lane, addr, bytes, acc, S);
   } else if constexpr (S == Space::Shared) {
     return shared_ptr(w, in, lane, addr, bytes, acc);
   } else if constexpr (S == Space::Local) {
@@ -125,7 +125,7 @@ const SpanCache* fast_span(Warp& w, const Inst& in, uint32_t m, const uint64_t* 
       lo = std::min(lo, a), hi = std::max(hi, a), bits |= a;
     });
   }
-  if constexpr (S != Space::Global && S != Space::Generic) return nullptr;
+  if constexpr (S != Space::Global && S != Space::Generic && S != Space::Const) return nullptr;
   if (bits & (bytes - 1)) return nullptr;
   if constexpr (S == Space::Generic) {
     const PtxLaunch& L = *w.block->run->launch;
@@ -365,6 +365,7 @@ ExecFn by_space(Space s, auto... args) {
     case Space::Local: return P<Space::Local>::get(args...);
     case Space::Param: return P<Space::Param>::get(args...);
     case Space::Generic: return P<Space::Generic>::get(args...);
+    case Space::Const: return P<Space::Const>::get(args...);
     default: return nullptr;
   }
 }
@@ -385,10 +386,7 @@ struct AtomP {
 
 std::string bind_mem(Inst& in) {
   switch (in.op) {
-    case Opc::Ld:
-      if (in.space == Space::Const) return "ld.const: constant banks other than the parameters are not modelled";
-      in.fn = by_space<LdP>(in.space, static_cast<unsigned>(in.size), is_signed(in.type));
-      break;
+    case Opc::Ld: in.fn = by_space<LdP>(in.space, static_cast<unsigned>(in.size), is_signed(in.type)); break;
     case Opc::St:
       if (in.space == Space::Param || in.space == Space::Const) return "stores to the parameter or constant space are not allowed";
       in.fn = by_space<StP>(in.space, static_cast<unsigned>(in.size));
@@ -401,7 +399,7 @@ std::string bind_mem(Inst& in) {
       break;
     case Opc::Cvta:
     case Opc::CvtaTo:
-      if (in.space != Space::Shared && in.space != Space::Local && in.space != Space::Global)
+      if (in.space != Space::Shared && in.space != Space::Local && in.space != Space::Global && in.space != Space::Const)
         return std::string("cvta for the .") + name(in.space) + " space is not implemented";
       in.fn = &cvta;
       break;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -236,6 +237,7 @@ struct Reg {
   bool pred;
   uint32_t index;  // slot, or predicate index
   int bits;
+  int depth = 1;  // the braces it was declared in: 1 the entry's body, more a nested block `{ ... }`
 };
 
 struct SregName {
@@ -435,7 +437,7 @@ class Parser {
         } else if (d.s == ".shared" || d.s == ".local") {
           variable(d.s == ".shared" ? Space::Shared : Space::Local, external, d.line, module_shared_, module_local_, module_vars_);
         } else if (d.s == ".global" || d.s == ".const") {
-          fail(d.line, "module-scope " + std::string(d.s) + " variables are not supported by the executor");
+          data_variable(d.s == ".const", external, d.line);
         } else {
           fail(d.line, "unexpected '" + std::string(d.s) + "' after a linkage directive");
         }
@@ -444,6 +446,7 @@ class Parser {
       }
     }
     if (mod->entries.empty()) fail(toks_.back().line, "the module has no .entry");
+    finish_data(*mod);
     return mod;
   }
 
@@ -502,10 +505,11 @@ class Parser {
         unsized = true;
         continue;
       }
-      count *= number();
+      if (__builtin_mul_overflow(count, number(), &count)) fail(n.line, "variable " + std::string(n.s) + " is too large");
       expect("]");
     }
     if (is("=")) fail(n.line, "initialized " + std::string(name(space)) + " variables are not supported");
+    if (data_vars_.count(std::string(n.s))) fail(n.line, "variable " + std::string(n.s) + " declared twice");
     expect(";");
     const uint32_t elem = static_cast<uint32_t>(bits(type) / 8);
     if (!align) align = elem;
@@ -523,6 +527,245 @@ class Parser {
       if (space == Space::Shared && dynamic_used_) fail(n.line, "static .shared variables must be declared before dynamic shared memory is used");
     }
     if (!vars.emplace(std::string(n.s), v).second) fail(n.line, "variable " + std::string(n.s) + " declared twice");
+  }
+
+  // ---- module data: .global and .const variables
+
+  static constexpr uint64_t kMaxDataBytes = uint64_t{1} << 32;
+  struct DataVar {
+    std::string name;
+    bool constant;
+    uint64_t offset, size, align;  // offset within its part (.const or .global)
+  };
+  struct PendingInit {
+    DataInit init;  // offset within its variable
+    uint32_t owner = 0;
+    std::string sym;  // an address of this variable (resolved at the end of the module)
+    int line = 0;
+  };
+  struct DataRef {
+    size_t code, index;  // mod.code[code].data_constants[index]
+    uint32_t var;
+    int64_t addend;
+  };
+  struct InitTarget {
+    uint32_t var;  // the variable being initialized
+    T type;
+    uint64_t elem;  // bytes per element
+    std::string name;
+  };
+
+  // .global/.const [.align N] [.v2/.v4] .type name[n]... [= initializer]; (the directive already read).
+  // Each part (.const, .global) is laid out in declaration order; finish_data puts them together.
+  void data_variable(bool constant, bool external, int line) {
+    const std::string space = constant ? ".const" : ".global";
+    uint64_t align = 0;
+    uint64_t vec = 1;
+    T type = T::None;
+    while (peek().kind == Tok::Ident && peek().s.starts_with(".")) {
+      const Tok& d = next();
+      if (d.s == ".align") {
+        align = number();
+        if (!align || (align & (align - 1)) || align > 4096) fail(d.line, ".align " + std::to_string(align) + " is not a power of two up to 4096");
+      } else if (d.s == ".v2" || d.s == ".v4") {
+        vec = d.s == ".v2" ? 2 : 4;
+      } else if ((type = type_named(d.s.substr(1))) == T::None) {
+        fail(d.line, "unknown or unsupported modifier " + std::string(d.s) + " in a " + space + " variable declaration");
+      }
+    }
+    if (type == T::None || type == T::Pred) fail(line, "a " + space + " variable needs a type");
+    const Tok& n = next();
+    if (n.kind != Tok::Ident || n.s.starts_with("%")) fail(n.line, "expected a variable name, found '" + std::string(n.s) + "'");
+    const std::string var_name(n.s);
+    if (external) fail(n.line, ".extern " + space + " variable " + var_name + " lives in another module; the executor links no modules");
+    if (data_vars_.count(var_name) || module_vars_.count(var_name)) fail(n.line, "variable " + var_name + " declared twice");
+    std::vector<uint64_t> dims;  // 0: the size comes from the initializer (first dimension only)
+    while (accept("[")) {
+      if (accept("]")) {
+        if (!dims.empty()) fail(n.line, "only the first dimension of " + var_name + " may be left open");
+        dims.push_back(0);
+        continue;
+      }
+      const uint64_t d = number();
+      if (d == 0) fail(n.line, "array " + var_name + " has a dimension of 0");
+      dims.push_back(d);
+      expect("]");
+    }
+    if (vec > 1) dims.push_back(vec);
+    const uint64_t elem = static_cast<uint64_t>(bits(type) / 8);
+    DataVar v{var_name, constant, 0, 0, align ? align : elem * vec};
+    const uint32_t index = static_cast<uint32_t>(dvars_.size());
+    // Elements per index of the first dimension, and in all (once the first dimension is known).
+    uint64_t inner = 1, count = 1;
+    auto too_large = [&] { fail(n.line, "variable " + var_name + " is too large"); };
+    for (size_t i = 1; i < dims.size(); ++i)
+      if (__builtin_mul_overflow(inner, dims[i], &inner) || inner > kMaxDataBytes) too_large();
+    if (!dims.empty() && dims[0] && (__builtin_mul_overflow(inner, dims[0], &count) || count > kMaxDataBytes)) too_large();
+    if (accept("=")) {
+      InitTarget target{index, type, elem, var_name};
+      if (dims.empty()) {
+        if (is("{")) fail(peek().line, "scalar variable " + var_name + " takes a single value, not a list");
+        init_value(target, 0);
+      } else {
+        const uint64_t items = init_list(target, dims, 0, 0);
+        if (dims[0] == 0) dims[0] = is_nested(dims) ? items : (items + inner - 1) / inner;
+      }
+    } else if (!dims.empty() && dims[0] == 0) {
+      fail(n.line, "array " + var_name + " has no size and no initializer");
+    }
+    expect(";");
+    if (!dims.empty() && (__builtin_mul_overflow(inner, dims[0], &count) || count > kMaxDataBytes)) too_large();
+    if (count * elem > kMaxDataBytes) too_large();
+    v.size = count * elem;
+    uint64_t& top = constant ? const_top_ : global_top_;
+    v.offset = (top + v.align - 1) / v.align * v.align;
+    top = v.offset + v.size;
+    if (const_top_ + global_top_ > kMaxDataBytes)
+      fail(n.line, "the module's .global and .const variables take more than " + std::to_string(kMaxDataBytes >> 20) + " MiB");
+    data_align_ = std::max(data_align_, v.align);
+    dvars_.push_back(std::move(v));
+    data_vars_.emplace(var_name, index);
+  }
+
+  // Whether an initializer for `dims` is written with a brace level per dimension ({{1, 2}, {3, 4}})
+  // rather than flat ({1, 2, 3, 4}); decided by the token after the outer brace.
+  bool is_nested(const std::vector<uint64_t>& dims) const { return dims.size() > 1 && nested_; }
+
+  // One brace level `{...}` of an initializer for dimensions dims[level..], its first element being
+  // element `base` of the variable. Inner levels are braces of their own, or the elements flat.
+  // Returns how many items the level held.
+  uint64_t init_list(const InitTarget& t, const std::vector<uint64_t>& dims, size_t level, uint64_t base) {
+    const int line = peek().line;
+    expect("{");
+    const std::string& var = t.name;
+    if (level == 0) nested_ = dims.size() > 1 && is("{");
+    uint64_t stride = 1;
+    for (size_t i = level + 1; i < dims.size(); ++i) stride *= dims[i];  // checked by the caller
+    const bool nested = level + 1 < dims.size() && nested_;
+    uint64_t cap = dims[level];  // 0: open
+    if (!nested && cap) cap *= stride;
+    uint64_t n = 0;
+    do {
+      if (cap && n >= cap)
+        fail(peek().line, "the initializer of " + var + " is longer than the array (" + std::to_string(cap) + (nested ? " rows" : " elements") +
+                              (level ? " at this level)" : ")"));
+      if (nested) {
+        if (!is("{")) fail(peek().line, "expected '{' for a row of " + var + ", found '" + std::string(peek().s) + "'");
+        init_list(t, dims, level + 1, base + n * stride);
+      } else {
+        if (is("{")) fail(peek().line, "unexpected '{' in the initializer of " + var);
+        init_value(t, base + n);
+      }
+      ++n;
+    } while (accept(","));
+    if (!accept("}"))
+      fail(peek().line, "expected ',' or '}' in the initializer of " + var + " (begun on line " + std::to_string(line) + "), found '" +
+                            std::string(peek().s) + "'");
+    return n;
+  }
+
+  // One element's value: a number, or a variable's address — `tbl`, `generic(tbl)`, either `+ offset`,
+  // or one byte of it, `0xff00(generic(tbl))` (LLVM writes pointers into .b8 arrays that way).
+  void init_value(const InitTarget& t, uint64_t index) {
+    PendingInit p;
+    p.owner = t.var;
+    p.line = peek().line;
+    p.init.offset = index * t.elem;
+    p.init.size = static_cast<uint8_t>(t.elem);
+    const bool minus = accept("-");
+    const Tok& tok = next();
+    if (tok.kind == Tok::Num && is("(")) {  // a byte mask of an address
+      Number mask = parse_number(tok, false);
+      int byte = -1;
+      for (int b = 0; b < 8 && mask.kind == Number::Int; ++b)
+        if (mask.bits == uint64_t{0xff} << (8 * b)) byte = b;
+      if (minus || byte < 0)
+        fail(tok.line, "'" + std::string(tok.s) + "(...)' in an initializer: only a one-byte mask 0xff << 8k of an address is supported");
+      expect("(");
+      address_init(t, p);
+      expect(")");
+      p.init.byte = static_cast<int8_t>(byte);
+    } else if (tok.kind == Tok::Num) {
+      const Number num = parse_number(tok, minus);
+      p.init.value = immediate(num, t.type, tok.line);
+      if (!is_float(t.type) && t.elem < 8) {
+        const uint64_t v = num.bits;
+        const int b = static_cast<int>(t.elem * 8);
+        const int64_t sv = static_cast<int64_t>(v);
+        const bool fits = v < (uint64_t{1} << b) || (sv < 0 && sv >= -(int64_t{1} << (b - 1)));
+        if (!fits) fail(tok.line, std::string(minus ? "-" : "") + std::string(tok.s) + " does not fit in ." + name(t.type));
+      }
+      if (p.init.value == 0) return;  // the image starts zeroed
+    } else if (tok.kind == Tok::Ident && !minus) {
+      --pos_;
+      address_init(t, p);
+    } else {
+      fail(tok.line, "unexpected '" + std::string(tok.s) + "' in the initializer of " + t.name);
+    }
+    inits_.push_back(std::move(p));
+  }
+  // `sym`, `generic(sym)`, with `+ n` inside or after the parentheses.
+  void address_init(const InitTarget& t, PendingInit& p) {
+    if (is_float(t.type)) fail(peek().line, "a variable's address cannot initialize ." + std::string(name(t.type)) + " " + t.name);
+    const Tok& s = next();
+    if (s.kind != Tok::Ident) fail(s.line, "expected a variable name in the initializer of " + t.name + ", found '" + std::string(s.s) + "'");
+    const bool generic = s.s == "generic" && accept("(");
+    const Tok& sym = generic ? next() : s;
+    if (sym.kind != Tok::Ident) fail(sym.line, "expected a variable name in generic(...), found '" + std::string(sym.s) + "'");
+    p.sym = std::string(sym.s);
+    auto offset = [&] {
+      while (is("+") || is("-")) {
+        const bool neg = next().s == "-";
+        const Tok& o = next();
+        if (o.kind != Tok::Num) fail(o.line, "expected an offset after '" + std::string(neg ? "-" : "+") + "', found '" + std::string(o.s) + "'");
+        const Number num = parse_number(o, neg);
+        if (num.kind != Number::Int) fail(o.line, "an address offset is an integer");
+        p.init.value += num.bits;
+      }
+    };
+    offset();
+    if (generic) {
+      expect(")");
+      offset();
+    }
+  }
+
+  // Puts the .const part first and the .global part after it (page-aligned), and gives every
+  // address of a variable its place in the image.
+  void finish_data(PtxModule& mod) {
+    PtxData& d = mod.data;
+    const uint64_t const_part = (const_top_ + 4095) / 4096 * 4096;
+    for (const DataVar& v : dvars_) d.variables.push_back({v.name, v.constant, (v.constant ? 0 : const_part) + v.offset, v.size});
+    d.const_bytes = const_part;
+    d.bytes = dvars_.empty() ? 0 : const_part + global_top_;
+    d.align = data_align_;
+    for (PendingInit& p : inits_) {
+      DataInit x = p.init;
+      x.offset += d.variables[p.owner].offset;
+      if (!p.sym.empty()) {
+        auto it = data_vars_.find(p.sym);
+        if (it == data_vars_.end())
+          fail(p.line, "unknown symbol " + p.sym + " in the initializer of " + d.variables[p.owner].name + " (a .global or .const variable's name)");
+        x.var = static_cast<int32_t>(it->second);
+      }
+      mod.data_init.push_back(x);
+    }
+    for (const DataRef& r : data_refs_) mod.code[r.code].data_constants[r.index].second = d.variables[r.var].offset + static_cast<uint64_t>(r.addend);
+  }
+
+  // A constant slot holding the address of variable `var` plus `addend` (relocated at launch).
+  uint32_t data_constant(uint32_t var, int64_t addend) {
+    const auto key = std::make_pair(var, addend);
+    if (auto it = data_slots_.find(key); it != data_slots_.end()) return it->second;
+    const uint32_t s = kTemp + temps_++;
+    data_slots_.emplace(key, s);
+    data_refs_.push_back({entry_index_, code_.data_constants.size(), var, addend});
+    code_.data_constants.push_back({s, 0});
+    return s;
+  }
+  const uint32_t* data_var(std::string_view n) const {
+    auto it = data_vars_.find(std::string(n));
+    return it == data_vars_.end() ? nullptr : &it->second;
   }
 
   void entry(PtxModule& mod) {
@@ -591,6 +834,8 @@ class Parser {
     }
     code_ = Code{};
     code_.name = e.name;
+    entry_index_ = mod.code.size();
+    data_slots_.clear();
     regs_.clear();
     consts_.clear();
     labels_.clear();
@@ -627,6 +872,7 @@ class Parser {
       remap(in.base);
     }
     for (auto& [s, v] : code_.constants) remap(s);
+    for (auto& [s, v] : code_.data_constants) remap(s);
     for (auto& [s, r] : code_.specials) remap(s);
     code_.preds = next_pred_;
     code_.const_preds = {{kFalsePred, false}, {kTruePred, true}};
@@ -638,19 +884,32 @@ class Parser {
     mod.code.push_back(std::move(code_));
   }
 
+  // A nested block `{ .reg .b16 tmp; ... }` scopes the registers declared in it: they hide any of
+  // the same name outside until its `}` (older LLVMs extract halves this way).
   void body() {
     expect("{");
-    int depth = 1;
-    while (depth > 0) {
+    depth_ = 1;
+    std::vector<size_t> scopes;  // where each open block's entries in shadowed_ begin
+    shadowed_.clear();
+    while (depth_ > 0) {
       const Tok& t = peek();
       last_line_ = t.line;
       if (t.kind == Tok::End) fail(t.line, "unexpected end of the module inside an entry");
       if (accept("{")) {
-        ++depth;
+        ++depth_;
+        scopes.push_back(shadowed_.size());
         continue;
       }
       if (accept("}")) {
-        --depth;
+        if (--depth_ > 0) {
+          for (size_t i = shadowed_.size(); i-- > scopes.back();) {
+            auto& [name, outer] = shadowed_[i];
+            if (outer) regs_[name] = *outer;
+            else regs_.erase(name);
+          }
+          shadowed_.resize(scopes.back());
+          scopes.pop_back();
+        }
         continue;
       }
       if (t.kind == Tok::Ident && t.s == ".reg") {
@@ -698,7 +957,7 @@ class Parser {
     if (t == T::None) fail(ty.line, "unknown register type '" + std::string(ty.s) + "'");
     do {
       const Tok& n = next();
-      if (n.kind != Tok::Ident || !n.s.starts_with("%")) fail(n.line, "expected a register name, found '" + std::string(n.s) + "'");
+      if (n.kind != Tok::Ident || n.s.starts_with(".")) fail(n.line, "expected a register name, found '" + std::string(n.s) + "'");
       uint64_t count = 0;
       bool ranged = false;
       if (accept("<")) {
@@ -709,8 +968,11 @@ class Parser {
       }
       auto add = [&](const std::string& r) {
         if (next_slot_ + next_pred_ > kMaxRegisters) fail(n.line, "more than " + std::to_string(kMaxRegisters) + " registers in one entry");
-        Reg reg{t == T::Pred, t == T::Pred ? next_pred_++ : next_slot_++, bits(t)};
-        if (!regs_.emplace(r, reg).second) fail(n.line, "register " + r + " declared twice");
+        Reg reg{t == T::Pred, t == T::Pred ? next_pred_++ : next_slot_++, bits(t), depth_};
+        auto it = regs_.find(r);
+        if (it != regs_.end() && it->second.depth == depth_) fail(n.line, "register " + r + " declared twice");
+        if (depth_ > 1) shadowed_.push_back({r, it == regs_.end() ? std::nullopt : std::optional<Reg>(it->second)});
+        regs_[r] = reg;
       };
       if (ranged)
         for (uint64_t i = 0; i < count; ++i) add(std::string(n.s) + std::to_string(i));
@@ -768,16 +1030,15 @@ class Parser {
       return o;
     }
     if (minus || t.kind != Tok::Ident) fail(t.line, "unexpected '" + std::string(t.s) + "' in an operand");
-    if (t.s == "_") {
-      o.kind = Opd::Sink;
-      return o;
-    }
     o.name = t.s;
-    if (t.s.starts_with("%")) {
-      o.kind = Opd::Reg;
+    // A register (named with % by convention, not necessarily), the sink, or a pair of predicates p|q
+    // (either may be `_`).
+    if (t.s.starts_with("%") || t.s == "_" || find_reg(t.s)) {
+      o.kind = t.s == "_" ? Opd::Sink : Opd::Reg;
       if (accept("|")) {
         o.kind = Opd::Pair;
         const Tok& q = next();
+        if (q.kind != Tok::Ident) fail(q.line, "expected a predicate after '|', found '" + std::string(q.s) + "'");
         o.name2 = q.s;
       }
       return o;
@@ -844,6 +1105,7 @@ class Parser {
       case Opd::Imm: return constant(immediate(o.num, t, o.line));
       case Opd::Sym: {
         if (const Var* v = var(o.name)) return constant(var_offset(*v) + static_cast<uint64_t>(o.off));
+        if (const uint32_t* d = data_var(o.name)) return data_constant(*d, o.off);
         auto p = params_.find(std::string(o.name));
         if (p != params_.end()) return constant(p->second + static_cast<uint64_t>(o.off));
         fail(o.line, "unknown symbol " + std::string(o.name));
@@ -868,6 +1130,7 @@ class Parser {
     if (!r->pred) fail(line, std::string(n) + " is not a predicate");
     return r->index;
   }
+  uint32_t pair_pred(std::string_view n, int line) { return n == "_" ? kNone : pred_of(n, line); }
   uint32_t psrc(const Opd& o) {
     if (o.kind == Opd::Imm) return immediate(o.num, T::Pred, o.line) ? kTruePred : kFalsePred;
     if (o.kind != Opd::Reg) fail(o.line, "expected a predicate");
@@ -893,6 +1156,15 @@ class Parser {
       if (v->space != space)
         fail(o.line, std::string(name(v->space)) + " variable " + std::string(o.name) + " accessed as ." + name(space) + " (give the state space)");
       in.offset += var_offset(*v);
+      return;
+    }
+    if (const uint32_t* d = data_var(o.name)) {  // the variable's address, relocated at launch, as the base
+      const DataVar& v = dvars_[*d];
+      const Space vs = v.constant ? Space::Const : Space::Global;
+      if (space != vs && space != Space::Generic)
+        fail(o.line, std::string(name(vs)) + " variable " + std::string(o.name) + " accessed as ." + name(space) + " (give the state space)");
+      in.base = data_constant(*d, 0);
+      in.addr_bits = 64;
       return;
     }
     auto p = params_.find(std::string(o.name));
@@ -1147,6 +1419,9 @@ class Parser {
     if (m.take("ftz")) in.flags |= kFtz;
     if (m.take("NaN")) in.flags |= kNaN;
     if (m.take("relu")) in.flags |= kRelu;
+    const bool xorsign = m.take("xorsign"), abs = m.take("abs");
+    if (xorsign != abs) fail(in.line, std::string(op) + ": .xorsign and .abs go together");
+    if (xorsign) in.flags |= kXorSign;
     in.type = m.type();
     alu(in, m, ops, op, base == "min" ? Opc::Min : Opc::Max, 2, in.type, in.type);
   }
@@ -1327,10 +1602,13 @@ class Parser {
     in.op = set ? Opc::Set : Opc::Setp;
     const size_t n = in.bop ? 4 : 3;
     arity(ops, n, op, line);
+    const bool packed = in.type2 == T::F16x2 || in.type2 == T::BF16x2;
     if (set) {
       in.d[0] = dst(ops[0], in.type);
+    } else if (packed && ops[0].kind != Opd::Pair) {
+      fail(line, std::string(op) + ": a packed comparison writes two predicates, p|q (the low and the high halves)");
     } else if (ops[0].kind == Opd::Pair) {
-      in.d[0] = pred_of(ops[0].name, line), in.d[1] = pred_of(ops[0].name2, line);
+      in.d[0] = pair_pred(ops[0].name, line), in.d[1] = pair_pred(ops[0].name2, line);
     } else {
       in.d[0] = pdst(ops[0]);
     }
@@ -1473,9 +1751,9 @@ class Parser {
     in.op = Opc::Shfl;
     if (ops[0].kind == Opd::Pair) {
       Opd d = ops[0];
-      d.kind = Opd::Reg;
+      d.kind = d.name == "_" ? Opd::Sink : Opd::Reg;
       in.d[0] = dst(d, T::B32);
-      in.d[1] = pred_of(ops[0].name2, line);
+      in.d[1] = pair_pred(ops[0].name2, line);
     } else {
       in.d[0] = dst(ops[0], T::B32);
     }
@@ -1558,7 +1836,7 @@ class Parser {
       in.d[0] = dst(ops[0], in.type);
       return bind(in, op, true);
     }
-    if (ops[1].kind == Opd::Sym && !var(ops[1].name) && !params_.count(std::string(ops[1].name)))
+    if (ops[1].kind == Opd::Sym && !var(ops[1].name) && !data_var(ops[1].name) && !params_.count(std::string(ops[1].name)))
       fail(line, "mov of unknown symbol " + std::string(ops[1].name));
     in.op = Opc::Mov;
     in.d[0] = dst(ops[0], in.type);
@@ -1671,12 +1949,24 @@ class Parser {
   int last_line_ = 0;
 
   std::unordered_map<std::string, Var> module_vars_, entry_vars_;
+  // Module data: the variables, their initial values (until finish_data places them), and the
+  // slots of each entry that hold a variable's address.
+  std::vector<DataVar> dvars_;
+  std::unordered_map<std::string, uint32_t> data_vars_;
+  std::vector<PendingInit> inits_;
+  std::vector<DataRef> data_refs_;
+  std::map<std::pair<uint32_t, int64_t>, uint32_t> data_slots_;
+  uint64_t const_top_ = 0, global_top_ = 0, data_align_ = 1;
+  size_t entry_index_ = 0;
+  bool nested_ = false;
   uint32_t module_shared_ = 0, module_local_ = 0, entry_shared_ = 0, entry_local_ = 0;
   bool dynamic_used_ = false;
   std::unordered_map<std::string, uint32_t> params_;
 
   Code code_;
   std::unordered_map<std::string, Reg> regs_;
+  int depth_ = 1;
+  std::vector<std::pair<std::string, std::optional<Reg>>> shadowed_;  // what nested blocks' registers hid, to restore
   std::unordered_map<uint64_t, uint32_t> consts_;
   std::unordered_map<std::string, uint32_t> labels_;
   struct Fixup {
