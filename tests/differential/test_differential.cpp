@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -125,10 +126,9 @@ class Generator {
       static const char* kF[] = {"0.0", "1.0", "-1.5", "2.25", "0.1", "3.0", "-7.75", "1000.0", "0.3333", "-0.0", "65504.0", "1e-5"};
       return std::string(kF[pick(0, 11)]) + ":" + t.name();
     }
-    int bits = t.bitsize();
-    int64_t v = chance(70)   ? pick(-9, 9)
-                : chance(50) ? (t.is_unsigned() ? 0 : -(int64_t{1} << (bits - 1)))
-                             : (int64_t{1} << (std::min(bits, 63) - 1)) - 1;
+    int bits = t.bitsize();  // small values, the signed minimum, or a large positive value
+    const int64_t lowest = t.is_unsigned() ? 0 : bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+    int64_t v = chance(70) ? pick(-9, 9) : chance(50) ? lowest : (int64_t{1} << (std::min(bits, 63) - 1)) - 1;
     if (t.is_unsigned() && v < 0) v = -v;
     return std::to_string(v) + ":" + t.name();
   }
