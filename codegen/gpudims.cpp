@@ -261,10 +261,16 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
     if (!fits) dims = {axes};
     for (size_t k = 0; k < dims.size(); ++k) {
       UOp size = product(dims[k]);
-      if (int64_t most = product_max(dims[k]); most > t.max_grid[k])
+      if (int64_t most = product_max(dims[k]); most > t.max_grid[k]) {
+        std::string vars;  // a size from a variable is checked at the variable's declared maximum
+        for (const UOp& u : size.toposort())
+          if (u.op() == Op::DEFINE_VAR)
+            vars += (vars.empty() ? "" : ", ") + u.arg_as<VarArg>().name + " <= " + std::to_string(u.arg_as<VarArg>().max);
         throw Error("the grid is too large for " + std::string(t.name) + ": " +
                     (most == INT64_MAX ? std::string("more than 2^63") : std::to_string(most)) + " workgroups in dimension " + std::to_string(k) +
-                    " (limit " + std::to_string(t.max_grid[k]) + ")");
+                    " (limit " + std::to_string(t.max_grid[k]) + ")" +
+                    (vars.empty() ? "" : "; that is the size at the declared maximum of " + vars + ": declare a smaller maximum"));
+      }
       assign(dims[k], special("gidx" + std::to_string(k), size), repl);
       global_size[k] = size;
     }

@@ -404,11 +404,13 @@ bool CpuDevice::run_parts(Job& j) {
 void CpuDevice::run_exec(const CpuProgram& p, const uint64_t* args) {
   install_fault_handler();
   int64_t parts = std::min<int64_t>(p.split(), workers());
-  auto job = std::make_shared<Job>();
-  job->program = &p, job->args = args, job->parts = parts, job->left = parts;
+  Fault alone;  // a launch this thread runs by itself needs no Job
+  std::shared_ptr<Job> job;
   if (parts <= 1) {
-    call_kernel(p, args, 0, 1, job->fault);
+    call_kernel(p, args, 0, 1, alone);
   } else {
+    job = std::make_shared<Job>();
+    job->program = &p, job->args = args, job->parts = parts, job->left = parts;
     {
       std::lock_guard lock(job_mu_);
       job_ = job;
@@ -420,8 +422,7 @@ void CpuDevice::run_exec(const CpuProgram& p, const uint64_t* args) {
     job_done_.wait(lock, [&] { return job->left.load() == 0; });
     job_.reset();
   }
-  if (job->fault.happened) {
-    const Fault& f = job->fault;
+  if (const Fault& f = job ? job->fault : alone; f.happened) {
     const char* why = f.code == SEGV_ACCERR ? "an inaccessible page" : f.code == SEGV_MAPERR ? "an unmapped address" : "a bus error";
     throw Error("page fault at " + hex(f.address) + " in kernel " + p.name + ": a read or write of " + why + ", " + describe_address(f.address) +
                 " (the cpu device catches accesses that leave all device memory or touch the guard page around each mapping; docs/design.md §5)");
