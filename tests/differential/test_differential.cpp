@@ -3,8 +3,9 @@
 // reference evaluation of the same kernel (ir/alu.h's exec_alu: the semantics docs/ir.md defines;
 // reductions as docs/codegen.md defines them). Kernels mix every integer width, bool,
 // fp8, half, bfloat16, float and double through +, -, *, /, %, max, negation, bit ops, shifts,
-// compares, WHERE, casts, bitcasts, trunc, multiply-add and sqrt: elementwise (with a 4-wide UPCAST
-// axis, a LOOP axis, or a grid sized by a variable) and as reductions (ADD, MUL, MAX).
+// compares, WHERE, casts, bitcasts, trunc, multiply-add and sqrt, with masked loads (with and
+// without an alternative value) and masked stores: elementwise (with a 4-wide UPCAST axis, a LOOP
+// axis, or a grid sized by a variable) and as reductions (ADD, MUL, MAX).
 // Inputs include the extremes: INT_MIN, -0.0, infinities, NaN, denormals. An element whose value the
 // IR leaves open is not compared: integer division by zero, oversize shifts (exec_alu's nullopt), the
 // bits of a NaN and the sign of a zero (codegen's nsz), which BITCAST and x / 0 would show.
@@ -79,7 +80,9 @@ class Generator {
       s << "r = RANGE(" << reduce << ") {1, REDUCE}\n";
       value = "REDUCE:" + k_.out.name() + "(" + value + ", r) {" + kOps[pick(0, 2)] + "}";
     }
-    s << "SINK(END(STORE(INDEX:" << k_.out.name() << "*(out, " << (shape == 2 ? "i" : idx_) << "), " << value << "), i"
+    std::string out_idx = shape == 2 ? "i" : idx_;
+    if (chance(20)) out_idx = gated(out_idx);  // a masked store: the other elements keep their bytes
+    s << "SINK(END(STORE(INDEX:" << k_.out.name() << "*(out, " << out_idx << "), " << value << "), i"
       << (shape == 1   ? ", u"
           : shape == 3 ? ", j"
                        : "")
@@ -117,7 +120,16 @@ class Generator {
       if (k_.inputs.size() >= 3) return "CAST:" + t.name() + "(" + load(k_.inputs[static_cast<size_t>(pick(0, 2))]) + ")";
       k_.inputs.push_back(t);
     }
-    return "LOAD:" + t.name() + "(INDEX:" + t.name() + "*(in" + std::to_string(b) + ", " + idx_ + "))";
+    if (!chance(25)) return "LOAD:" + t.name() + "(INDEX:" + t.name() + "*(in" + std::to_string(b) + ", " + idx_ + "))";
+    return "LOAD:" + t.name() + "(INDEX:" + t.name() + "*(in" + std::to_string(b) + ", " + gated(idx_) + ")" + (chance(50) ? ", " + literal(t) : "") +
+           ")";
+  }
+
+  // A masked index: `idx` where a condition on it holds, INVALID (no access) elsewhere.
+  std::string gated(const std::string& idx) {
+    std::string cond = chance(50) ? "CMPNE:bool((" + idx + ") % " + std::to_string(pick(2, 4)) + ", " + std::to_string(pick(0, 1)) + ")"
+                                  : "CMPLT:bool(" + idx + ", " + std::to_string(pick(0, 30)) + ")";
+    return "WHERE(" + cond + ", " + idx + ", INVALID)";
   }
 
   std::string literal(DType t) {
@@ -224,9 +236,10 @@ class Reference {
     while (true) {
       Env env = vars_;
       for (size_t l = 0; l < loops.size(); ++l) env[loops[l].get()] = Scalar{at[l]};
-      auto idx = eval(store_.src(0).src(1), env);
-      auto v = eval(store_.src(1), env);
-      if (idx) {
+      bool masked = false;
+      auto idx = index(store_.src(0), env, masked);
+      if (idx && !masked) {
+        auto v = eval(store_.src(1), env);
         size_t e = static_cast<size_t>(std::get<int64_t>(*idx));
         defined[e] = v.has_value();
         if (v) out.set_bits(e, bits_of(*v, out.dtype));
@@ -265,13 +278,27 @@ class Reference {
     return Scalar{b.dtype.is_unsigned() ? static_cast<int64_t>(bits) : ir::wrap_int(static_cast<int64_t>(bits), b.dtype)};
   }
 
+  // The element an INDEX addresses; `masked` where it is WHERE(c, i, INVALID) and c is false.
+  std::optional<Scalar> index(const UOp& idx_node, Env& env, bool& masked) {
+    const UOp& i = idx_node.src(1);
+    if (i.op() == Op::WHERE && i.src(2).op() == Op::INVALID) {
+      auto c = eval(i.src(0), env);
+      if (!c) return std::nullopt;
+      masked = std::get<int64_t>(*c) == 0;
+      return masked ? std::nullopt : eval(i.src(1), env);
+    }
+    return eval(i, env);
+  }
+
   std::optional<Scalar> eval(const UOp& u, Env& env) {
     if (auto it = env.find(u.get()); it != env.end()) return it->second;
     std::optional<Scalar> r;
     if (u.op() == Op::CONST) r = ir::const_value(u);
     else if (u.op() == Op::LOAD) {
-      auto e = eval(u.src(0).src(1), env);
-      if (e) r = load(u.src(0), std::get<int64_t>(*e));
+      bool masked = false;
+      auto e = index(u.src(0), env, masked);
+      if (masked) r = u.src().size() > 1 ? eval(u.src(1), env) : (u.dtype().is_float() ? Scalar{0.0} : Scalar{int64_t{0}});
+      else if (e) r = load(u.src(0), std::get<int64_t>(*e));
     } else if (u.op() == Op::REDUCE) {
       // As docs/codegen.md defines it: sums and products accumulate in sum_acc_dtype (at least 32
       // bits: float for half and bfloat16) and are cast back once; MAX accumulates in the dtype.
@@ -349,7 +376,7 @@ TEST_CASE("differential: random kernels agree bit for bit with the IR's referenc
       fill(in.back(), rng);
     }
     codegen::HostData want = in[0];
-    std::vector<bool> defined(k.out_elements, false);
+    std::vector<bool> defined(k.out_elements, true);  // an element no store writes keeps its bytes
     Reference(sink, in, k.var).run(want, defined);
     std::vector<std::vector<uint8_t>> bytes;
     for (const auto& b : in) bytes.push_back(b.bytes);
