@@ -10,7 +10,6 @@
 
 #include "codegen/builtin_kernels.h"
 #include "ir/dtype.h"
-#include "run.h"
 #include "tests/hcq/device_suite.h"
 
 using namespace ugpu;
@@ -86,12 +85,12 @@ double run_case(const Case& c, ir::DType t, hcq::Device& dev) {
       xs.push_back(x);
   }
   size_t n = xs.size(), sz = static_cast<size_t>(t.itemsize());
-  Buf X{std::vector<uint8_t>(n * sz)}, Y{std::vector<uint8_t>(n * sz)}, O{std::vector<uint8_t>(n * sz)};
+  std::vector<uint8_t> X(n * sz), Y(n * sz);
   for (size_t i = 0; i < n; ++i) {
     xs[i] = ir::round_float(xs[i], t), ys[i] = ir::round_float(ys[i], t);
     uint64_t bx = bits_of(xs[i], t), by = bits_of(ys[i], t);
-    std::memcpy(X.bytes.data() + i * sz, &bx, sz);
-    std::memcpy(Y.bytes.data() + i * sz, &by, sz);
+    std::memcpy(X.data() + i * sz, &bx, sz);
+    std::memcpy(Y.data() + i * sz, &by, sz);
   }
   std::string expr = c.binary ? std::string(c.op) + ":{T}(x, y)" : std::string(c.op) + ":{T}(x)";
   std::string text = codegen::fill(R"(out = DEFINE_GLOBAL:{T}* {0}
@@ -104,11 +103,11 @@ SINK(END(STORE(INDEX:{T}*(out, i), )" + expr +
                                        R"(), i))
 )",
                                    {{"T", t.name()}, {"N", std::to_string(n)}});
-  O.bytes = test::run_on(dev, text, {O.bytes, X.bytes, Y.bytes}, {})[0];
+  std::vector<uint8_t> O = test::run_on(dev, text, {std::vector<uint8_t>(n * sz), X, Y}, {})[0];
   double worst = 0;
   for (size_t i = 0; i < n; ++i) {
     uint64_t got = 0;
-    std::memcpy(&got, O.bytes.data() + i * sz, sz);
+    std::memcpy(&got, O.data() + i * sz, sz);
     double want = ir::round_float(c.ref(xs[i], ys[i]), t);
     double u = ulps(value_of(got, t), want, t);
     if (u > worst) {
