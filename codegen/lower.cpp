@@ -20,8 +20,7 @@ void check_supported(const UOp& sink) {
   if (sink.op() != Op::SINK) throw Error("a kernel is a SINK over its stores, got " + to_inline(sink, 100));
   verify_or_throw(sink);
   for (const UOp& u : sink.toposort()) {
-    OpGroup g = op_info(u.op()).group;
-    if (g == OpGroup::Movement || u.op() == Op::REDUCE_AXIS)
+    if (is_tensor_op(u.op()))
       throw Error(std::string(op_name(u.op())) +
                   " is a tensor-level op; kernels index buffers with INDEX and reduce over RANGEs with REDUCE: " + to_inline(u, 100));
     if (u.op() == Op::VECTORIZE || u.op() == Op::GEP || u.dtype().count != 1)

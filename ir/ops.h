@@ -13,13 +13,13 @@ enum class OpGroup : uint8_t { Define, Structure, Memory, Control, Reduce, Movem
 enum class ArgKind : uint8_t {
   None,        // no arg
   Value,       // CONST: int64 (ints, bool) or double (floats)
-  Int,         // slot / id
+  Int,         // slot / id; GATHER: the axis
   String,      // SPECIAL: "gidx0", "lidx1"
   Var,         // DEFINE_VAR: name and bounds
   Range,       // RANGE: axis id and AxisType
   ReduceOp,    // REDUCE: which binary op reduces
   ReduceAxis,  // REDUCE_AXIS: op and axes
-  Ints,        // shapes, permutations, flip axes, GEP lanes; DEFINE_LOCAL/REG: (id, element count)
+  Ints,        // shapes, permutations, flip axes, GEP lanes; DEFINE_LOCAL/REG and BUFFER: (id, element count); IOTA: (n)
   Pairs,       // PAD (before, after), SHRINK (begin, end) per axis
 };
 
@@ -34,6 +34,8 @@ enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
   X(DEFINE_LOCAL, Define, 0, Ints)                                \
   X(DEFINE_REG, Define, 0, Ints)                                  \
   X(DEFINE_VAR, Define, 0, Var)                                   \
+  X(BUFFER, Define, 0, Ints)                                      \
+  X(IOTA, Define, 0, Ints)                                        \
   X(SPECIAL, Define, 0, String)                                   \
   X(RANGE, Control, 0, Range)                                     \
   X(END, Control, 0, None)                                        \
@@ -57,6 +59,8 @@ enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
   X(PAD, Movement, 0, Pairs)                                      \
   X(SHRINK, Movement, 0, Pairs)                                   \
   X(FLIP, Movement, 0, Ints)                                      \
+  X(CONTIGUOUS, Movement, 0, None)                                \
+  X(GATHER, Movement, 0, Int)                                     \
   X(CAST, Unary, 0, None)                                         \
   X(BITCAST, Unary, 0, None)                                      \
   X(EXP2, Unary, 0, None)                                         \
@@ -111,6 +115,11 @@ std::optional<Op> parse_op(std::string_view name);
 inline bool is_alu(Op op) {
   OpGroup g = op_info(op).group;
   return g == OpGroup::Unary || g == OpGroup::Binary || g == OpGroup::Ternary;
+}
+// Ops of tensor graphs only (docs/tensor.md): the scheduler turns them into kernel ops.
+inline bool is_tensor_op(Op op) {
+  OpGroup g = op_info(op).group;
+  return g == OpGroup::Movement || op == Op::REDUCE_AXIS || op == Op::BUFFER || op == Op::IOTA;
 }
 inline bool is_comparison(Op op) { return op == Op::CMPLT || op == Op::CMPNE || op == Op::CMPEQ; }
 inline bool is_commutative(Op op) { return op_info(op).flags & kCommutative; }

@@ -563,7 +563,8 @@ std::optional<Shape> compute_shape(const Node* n) {
       if (n->op == Op::RESHAPE || n->op == Op::EXPAND) return std::get<Ints>(n->arg);
       const auto& in = src_shape(0);
       if (!in) return std::nullopt;
-      if (n->op == Op::FLIP) return in;
+      if (n->op == Op::FLIP || n->op == Op::CONTIGUOUS) return in;
+      if (n->op == Op::GATHER) return n->nsrc == 2 ? n->srcs()[1].shape() : std::nullopt;
       if (n->op == Op::PERMUTE) {
         const Ints& p = std::get<Ints>(n->arg);
         if (p.size() != in->size()) return std::nullopt;
@@ -580,6 +581,10 @@ std::optional<Shape> compute_shape(const Node* n) {
       for (size_t i = 0; i < pr.size(); ++i) out[i] = n->op == Op::PAD ? (*in)[i] + pr[i].first + pr[i].second : pr[i].second - pr[i].first;
       return out;
     }
+    case OpGroup::Define:
+      if (n->op == Op::IOTA && std::get<Ints>(n->arg).size() == 1) return Shape{std::get<Ints>(n->arg)[0]};
+      if (n->op != Op::BUFFER || std::get<Ints>(n->arg).size() != 2) return std::nullopt;
+      return Shape{std::get<Ints>(n->arg)[1]};
     case OpGroup::Reduce: {
       if (n->op != Op::REDUCE_AXIS) return std::nullopt;
       auto in = src_shape(0);

@@ -57,6 +57,36 @@ std::string check_define(const UOp& u) {
   return need(a.size() == 2 && a[0] >= 0 && a[1] >= 1, "arg must be (id, element count) with id >= 0 and count >= 1");
 }
 
+// A tensor-level buffer: (unique id, element count), holding values of a scalar dtype.
+std::string check_buffer(const UOp& u) {
+  const Ints& a = u.arg_as<Ints>();
+  return first({nsrc(u, 0, 0),
+                need(u.dtype().is_scalar() && !u.dtype().is_void() && !u.dtype().is_index(), "BUFFER holds scalars of a storable dtype"),
+                need(a.size() == 2 && a[0] >= 0 && a[1] >= 0, "arg must be (id, element count) with id >= 0 and count >= 0")});
+}
+
+std::string check_iota(const UOp& u) {
+  const Ints& a = u.arg_as<Ints>();
+  return first({nsrc(u, 0, 0), need(int_scalar(u.dtype()) && !u.dtype().is_index(), "IOTA counts in an integer dtype"),
+                need(a.size() == 1 && a[0] >= 0, "arg must be (n) with n >= 0")});
+}
+
+// GATHER(x, index) {axis}: x at index's values along the axis, at index's position on the others.
+std::string check_gather(const UOp& u) {
+  if (auto e = nsrc(u, 2, 2); !e.empty()) return e;
+  if (auto e = same_dtype(u, 0); !e.empty()) return e;
+  if (!u.src(1).dtype().is_int()) return "the index must be an integer";
+  const auto& x = u.src(0).shape();
+  const auto& i = u.src(1).shape();
+  int64_t ax = u.arg_as<int64_t>();
+  if (!x || !i) return "";
+  if (x->size() != i->size()) return "input and index have different ranks";
+  if (ax < 0 || static_cast<size_t>(ax) >= x->size()) return "axis outside the shape";
+  for (size_t d = 0; d < x->size(); ++d)
+    if (static_cast<int64_t>(d) != ax && (*i)[d] > (*x)[d]) return "index larger than the input on axis " + std::to_string(d);
+  return "";
+}
+
 std::string check_var(const UOp& u) {
   const auto& v = u.arg_as<VarArg>();
   return first({nsrc(u, 0, 0), need(int_scalar(u.dtype()), "variable must be an integer scalar"), need(v.min <= v.max, "min > max"),
@@ -186,6 +216,7 @@ std::string check_movement(const UOp& u) {
         if (p[i] != static_cast<int64_t>(i)) return "not a permutation";
       return need(!in || in->size() == p.size(), "permutation rank differs from the shape's");
     }
+    case Op::CONTIGUOUS: return "";
     case Op::FLIP: {
       for (int64_t a : u.arg_as<Ints>())
         if (a < 0 || (in && static_cast<size_t>(a) >= in->size())) return "flip axis outside the shape";
@@ -261,6 +292,9 @@ constexpr Entry kChecks[] = {
     {Op::DEFINE_LOCAL, check_define},
     {Op::DEFINE_REG, check_define},
     {Op::DEFINE_VAR, check_var},
+    {Op::BUFFER, check_buffer},
+    {Op::IOTA, check_iota},
+    {Op::GATHER, check_gather},
     {Op::SPECIAL, check_special},
     {Op::RANGE, check_range},
     {Op::END, check_end},

@@ -1,0 +1,440 @@
+// The scheduler: which nodes become buffers, one kernel per buffer, their order and the memory plan.
+// The rules are written down in docs/tensor.md; this file is their only implementation.
+#include "schedule/schedule.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/error.h"
+#include "ir/text.h"
+
+namespace ugpu::schedule {
+using namespace ir;
+
+UOp buffer_node(int64_t id, DType dtype, int64_t count) { return UOp::make(Op::BUFFER, dtype, {}, Ints{id, count}); }
+
+UOp buffer_view(int64_t id, DType dtype, const Shape& shape) {
+  int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  return UOp::make(Op::RESHAPE, dtype, {buffer_node(id, dtype, n)}, Ints(shape.begin(), shape.end()));
+}
+
+namespace {
+
+using NodeP = const detail::Node*;
+
+int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+UOp idx_const(int64_t v) { return UOp::const_int(dtypes::index, v); }
+
+// A BUFFER, or RESHAPEs of one: its elements in order, so loading it needs no kernel of its own.
+bool is_buffer_view(const UOp& u) {
+  const UOp* n = &u;
+  while (n->op() == Op::RESHAPE) n = &n->src(0);
+  return n->op() == Op::BUFFER;
+}
+
+const Shape& shape_of(const UOp& u) {
+  const auto& s = u.shape();
+  if (!s) throw Error("the scheduler needs a shape for every tensor node, and this one has none: " + to_inline(u, 120));
+  return *s;
+}
+
+void check_tensor_op(const UOp& u) {
+  Op op = u.op();
+  OpGroup g = op_info(op).group;
+  bool ok =
+      op == Op::BUFFER || op == Op::IOTA || op == Op::CONST || op == Op::DEFINE_VAR || op == Op::REDUCE_AXIS || g == OpGroup::Movement || is_alu(op);
+  if (!ok)
+    throw Error(std::string(op_name(op)) + " does not belong in a tensor graph (kernel-level ops are made by the scheduler): " + to_inline(u, 120));
+}
+
+bool expands(const UOp& e) {
+  const Shape& in = shape_of(e.src(0));
+  const Ints& to = e.arg_as<Ints>();
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] == 1 && to[i] != 1) return true;
+  return false;
+}
+
+// ---- which nodes become buffers ------------------------------------------------------------------
+
+struct Plan {
+  UOp root;
+  std::vector<NodeP> deps;  // realized nodes its kernel loads
+};
+
+class Marker {
+ public:
+  std::vector<Plan> plans;
+  std::unordered_map<NodeP, size_t> index;  // realized node -> its plan
+
+  size_t add(const UOp& n) {
+    auto [it, fresh] = index.try_emplace(n.get(), plans.size());
+    if (fresh) {
+      plans.push_back({n, {}});
+      work_.push_back(it->second);
+    }
+    return it->second;
+  }
+
+  void run() {
+    while (!work_.empty()) {
+      size_t k = work_.back();
+      work_.pop_back();
+      seen_.clear();
+      const UOp root = plans[k].root;
+      visit(root.op() == Op::CONTIGUOUS ? root.src(0) : root, false, false, k, root.get());
+    }
+  }
+
+ private:
+  std::vector<size_t> work_;
+  std::unordered_set<uint64_t> seen_;  // (node, flags) visited for the kernel being marked
+
+  void dep(size_t k, const UOp& n) { plans[k].deps.push_back(n.get()); }
+
+  // expanded: the value reaching the kernel's store is broadcast from this node's; in_reduce: it is
+  // inside a reduction the kernel computes.
+  void visit(const UOp& n, bool expanded, bool in_reduce, size_t k, NodeP root) {
+    uint64_t key = reinterpret_cast<uintptr_t>(n.get()) * 4 + (expanded ? 2 : 0) + (in_reduce ? 1 : 0);
+    if (!seen_.insert(key).second) return;
+    check_tensor_op(n);
+    Op op = n.op();
+    if (op == Op::BUFFER || op == Op::IOTA || op == Op::CONST || op == Op::DEFINE_VAR) return;
+    if (n.get() != root) {
+      if (index.count(n.get())) return dep(k, n);
+      if (is_buffer_view(n)) return;
+      bool realize = op == Op::CONTIGUOUS || (op == Op::REDUCE_AXIS && (expanded || in_reduce));
+      if (realize) {
+        add(n);
+        return dep(k, n);
+      }
+    }
+    if (op == Op::REDUCE_AXIS) return visit(n.src(0), false, true, k, root);
+    if (op == Op::EXPAND) return visit(n.src(0), expanded || expands(n), in_reduce, k, root);
+    if (op == Op::GATHER) {  // the input is read at data-dependent places, maybe many times each
+      visit(n.src(0), true, in_reduce, k, root);
+      return visit(n.src(1), expanded, in_reduce, k, root);
+    }
+    for (const UOp& s : n.src()) visit(s, expanded, in_reduce, k, root);
+  }
+};
+
+// ---- kernel bodies: tensor nodes at index expressions --------------------------------------------
+
+struct VecHash {
+  size_t operator()(const std::vector<const void*>& v) const {
+    size_t h = 0;
+    for (const void* p : v) h = h * 1000003u ^ std::hash<const void*>()(p);
+    return h;
+  }
+};
+
+class KernelWriter {
+ public:
+  KernelWriter(const std::unordered_map<NodeP, int64_t>& buffer_ids) : ids_(buffer_ids) {}
+
+  ScheduledKernel write(const UOp& root, int64_t out_id) {
+    const Shape& shape = shape_of(root);
+    std::vector<UOp> idx, ranges;
+    for (int64_t d : shape) {
+      if (d == 1) {
+        idx.push_back(idx_const(0));
+        continue;
+      }
+      ranges.push_back(UOp::range(d, next_axis_++, AxisType::GLOBAL));
+      idx.push_back(ranges.back());
+    }
+    root_ = root.get();
+    UOp out = define(out_id, root.dtype());  // slot 0
+    UOp value = render(root.op() == Op::CONTIGUOUS ? root.src(0) : root, idx, UOp());
+    UOp st = UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, root.dtype().ptr(), {out, linear(idx, shape)}), value});
+    if (!ranges.empty()) {
+      std::vector<UOp> s{st};
+      s.insert(s.end(), ranges.begin(), ranges.end());
+      st = UOp::make(Op::END, dtypes::void_, s);
+    }
+    ScheduledKernel k;
+    k.ast = UOp::sink(std::span<const UOp>(&st, 1));
+    k.slots = slots_;
+    k.uops = k.ast.toposort().size();
+    k.name = std::string(has_reduce_ ? "R" : "E");
+    if (shape.empty()) k.name += "_1";
+    for (int64_t d : shape) k.name += "_" + std::to_string(d);
+    return k;
+  }
+
+ private:
+  const std::unordered_map<NodeP, int64_t>& ids_;
+  std::vector<int64_t> slots_;
+  std::unordered_map<int64_t, UOp> defines_;
+  std::unordered_map<std::vector<const void*>, UOp, VecHash> memo_;
+  int64_t next_axis_ = 0;
+  NodeP root_ = nullptr;
+  bool has_reduce_ = false;
+
+  UOp define(int64_t id, DType dt) {
+    auto it = defines_.find(id);
+    if (it != defines_.end()) return it->second;
+    UOp d = UOp::make(Op::DEFINE_GLOBAL, dt.ptr(), {}, static_cast<int64_t>(slots_.size()));
+    slots_.push_back(id);
+    return defines_[id] = d;
+  }
+
+  static UOp linear(const std::vector<UOp>& idx, const Shape& shape) {
+    UOp lin = idx_const(0);
+    for (size_t d = 0; d < shape.size(); ++d) lin = lin * static_cast<double>(shape[d]) + idx[d];
+    return lin;
+  }
+
+  UOp load(int64_t id, DType dt, const std::vector<UOp>& idx, const Shape& shape, const UOp& valid) {
+    UOp lin = linear(idx, shape);
+    if (valid) lin = valid.where(lin, UOp::invalid());
+    return UOp::make(Op::LOAD, dt, {UOp::make(Op::INDEX, dt.ptr(), {define(id, dt), lin})});
+  }
+
+  // Groups of consecutive axes whose sizes multiply to the same number on both sides map to each
+  // other alone: a reshape that splits or merges axes needs division only inside its groups.
+  static std::vector<UOp> reshape_index(const std::vector<UOp>& idx, const Shape& out, const Shape& in) {
+    std::vector<UOp> res(in.size(), idx_const(0));
+    if (product(in) == 0) return res;  // an empty tensor: no element is ever read
+    size_t o = 0, i = 0;
+    while (o < out.size() || i < in.size()) {
+      size_t o0 = o, i0 = i;
+      int64_t po = 1, pi = 1;
+      do {
+        if ((po <= pi && o < out.size()) || i == in.size()) po *= out[o++];
+        else pi *= in[i++];
+      } while (po != pi && (o < out.size() || i < in.size()));
+      UOp flat = idx_const(0);
+      for (size_t a = o0; a < o; ++a) flat = flat * static_cast<double>(out[a]) + idx[a];
+      int64_t stride = 1;
+      for (size_t a = i; a-- > i0;) {
+        if (in[a] != 1) {
+          UOp v = stride == 1 ? flat : flat.floordiv(stride);
+          res[a] = a == i0 ? v : v % static_cast<double>(in[a]);
+        }
+        stride *= in[a];
+      }
+    }
+    return res;
+  }
+
+  UOp render(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
+    std::vector<const void*> key{n.get(), valid.get()};
+    for (const UOp& i : idx) key.push_back(i.get());
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    UOp r = render_new(n, idx, valid);
+    memo_.emplace(std::move(key), r);
+    return r;
+  }
+
+  UOp render_new(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
+    Op op = n.op();
+    if (op == Op::CONST || op == Op::DEFINE_VAR) return n;
+    if (n.get() != root_)
+      if (auto it = ids_.find(n.get()); it != ids_.end()) return load(it->second, n.dtype(), idx, shape_of(n), valid);
+    switch (op) {
+      case Op::BUFFER: return load(n.arg_as<Ints>()[0], n.dtype(), idx, shape_of(n), valid);
+      case Op::IOTA: return idx[0].cast(n.dtype());
+      case Op::GATHER: {
+        // Out-of-range indices read nothing and give 0 (a kernel cannot raise an error).
+        int64_t ax = n.arg_as<int64_t>();
+        int64_t size = shape_of(n.src(0))[ax];
+        UOp at = render(n.src(1), idx, valid).cast(dtypes::index);
+        UOp in_range = UOp::alu(Op::AND, {idx_const(-1).lt(at), at.lt(idx_const(size))});
+        std::vector<UOp> i2 = idx;
+        i2[ax] = at;
+        UOp x = render(n.src(0), i2, valid ? UOp::alu(Op::AND, {valid, in_range}) : in_range);
+        return in_range.where(x, UOp::const_like(x, 0));
+      }
+      case Op::CONTIGUOUS: return render(n.src(0), idx, valid);
+      case Op::RESHAPE: {
+        const auto& in = n.src(0).shape();
+        if (!in) return render(n.src(0), {}, valid);  // a scalar given a shape
+        return render(n.src(0), reshape_index(idx, n.arg_as<Ints>(), *in), valid);
+      }
+      case Op::EXPAND: {
+        const Shape& in = shape_of(n.src(0));
+        std::vector<UOp> i2 = idx;
+        for (size_t d = 0; d < in.size(); ++d)
+          if (in[d] == 1) i2[d] = idx_const(0);
+        return render(n.src(0), i2, valid);
+      }
+      case Op::PERMUTE: {
+        const Ints& p = n.arg_as<Ints>();
+        std::vector<UOp> i2(idx.size());
+        for (size_t d = 0; d < p.size(); ++d) i2[p[d]] = idx[d];
+        return render(n.src(0), i2, valid);
+      }
+      case Op::FLIP: {
+        const Shape& in = shape_of(n.src(0));
+        std::vector<UOp> i2 = idx;
+        for (int64_t a : n.arg_as<Ints>()) i2[a] = idx_const(in[a] - 1) - idx[a];
+        return render(n.src(0), i2, valid);
+      }
+      case Op::SHRINK: {
+        const Pairs& p = n.arg_as<Pairs>();
+        std::vector<UOp> i2 = idx;
+        for (size_t d = 0; d < p.size(); ++d)
+          if (p[d].first != 0) i2[d] = idx[d] + static_cast<double>(p[d].first);
+        return render(n.src(0), i2, valid);
+      }
+      case Op::PAD: {
+        const Pairs& p = n.arg_as<Pairs>();
+        const Shape& in = shape_of(n.src(0));
+        std::vector<UOp> i2 = idx;
+        UOp cond;
+        auto both = [](const UOp& a, const UOp& b) { return a ? UOp::alu(Op::AND, {a, b}) : b; };
+        for (size_t d = 0; d < p.size(); ++d) {
+          if (p[d].first != 0) {
+            cond = both(cond, idx_const(p[d].first - 1).lt(idx[d]));
+            i2[d] = idx[d] - static_cast<double>(p[d].first);
+          }
+          if (p[d].second != 0) cond = both(cond, idx[d].lt(idx_const(p[d].first + in[d])));
+        }
+        if (!cond) return render(n.src(0), i2, valid);
+        UOp inner = render(n.src(0), i2, valid ? both(valid, cond) : cond);
+        return cond.where(inner, UOp::const_like(inner, 0));
+      }
+      case Op::REDUCE_AXIS: {
+        has_reduce_ = true;
+        const auto& a = n.arg_as<ReduceAxisArg>();
+        const Shape& in = shape_of(n.src(0));
+        std::vector<UOp> i2 = idx, ranges;
+        for (int64_t ax : a.axes) {
+          if (in[ax] == 1) continue;
+          ranges.push_back(UOp::range(in[ax], next_axis_++, AxisType::REDUCE));
+          i2[ax] = ranges.back();
+        }
+        UOp x = render(n.src(0), i2, valid);
+        bool empty = false;
+        for (int64_t ax : a.axes) empty = empty || in[ax] == 0;
+        if (ranges.empty() && !empty) return x;
+        std::vector<UOp> s{x};
+        s.insert(s.end(), ranges.begin(), ranges.end());
+        return UOp::make(Op::REDUCE, n.dtype(), s, a.op);
+      }
+      default: break;
+    }
+    if (!is_alu(op)) throw Error("cannot schedule " + std::string(op_name(op)) + ": " + to_inline(n, 120));
+    std::vector<UOp> s;
+    for (const UOp& x : n.src()) s.push_back(render(x, idx, valid));
+    return UOp::make(op, n.dtype(), s, n.arg());
+  }
+};
+
+// ---- memory plan ------------------------------------------------------------------------------------
+
+int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+struct Interval {
+  size_t buffer;  // index into Schedule::buffers
+  size_t first, last;
+  int64_t bytes;
+};
+
+// Greedy by size: each intermediate goes at the lowest offset where it overlaps no placed buffer
+// whose lifetime (first kernel writing it .. last kernel reading it) overlaps its own.
+void plan_memory(Schedule& s, std::vector<Interval> live) {
+  std::sort(live.begin(), live.end(),
+            [](const Interval& a, const Interval& b) { return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first; });
+  std::vector<std::pair<const Interval*, int64_t>> placed;
+  for (const Interval& iv : live) {
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of conflicting placements
+    for (auto& [p, off] : placed)
+      if (p->first <= iv.last && iv.first <= p->last) busy.push_back({off, off + p->bytes});
+    std::sort(busy.begin(), busy.end());
+    int64_t off = 0;
+    for (auto [b, e] : busy) {
+      if (off + iv.bytes <= b) break;
+      off = std::max(off, round_up(e, kArenaAlignment));
+    }
+    placed.push_back({&iv, off});
+    s.buffers[iv.buffer].arena_offset = off;
+    s.arena_bytes = std::max(s.arena_bytes, off + iv.bytes);
+    s.unshared_bytes += round_up(iv.bytes, kArenaAlignment);
+  }
+}
+
+}  // namespace
+
+Schedule make_schedule(std::span<const UOp> roots, const std::function<int64_t()>& new_id) {
+  Marker m;
+  std::unordered_set<NodeP> is_root;
+  for (const UOp& r : roots) {
+    check_tensor_op(r);
+    shape_of(r);
+    if (is_buffer_view(r)) continue;
+    m.add(r);
+    is_root.insert(r.get());
+  }
+  m.run();
+
+  // Dependencies first (the marker found them), then each kernel after everything it loads.
+  std::vector<size_t> order;
+  std::vector<uint8_t> state(m.plans.size(), 0);
+  for (size_t start = 0; start < m.plans.size(); ++start) {
+    if (state[start]) continue;
+    std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
+    state[start] = 1;
+    while (!stack.empty()) {
+      auto& [k, next] = stack.back();
+      if (next < m.plans[k].deps.size()) {
+        size_t d = m.index.at(m.plans[k].deps[next++]);
+        if (!state[d]) {
+          state[d] = 1;
+          stack.push_back({d, 0});
+        }
+        continue;
+      }
+      order.push_back(k);
+      stack.pop_back();
+    }
+  }
+
+  Schedule s;
+  std::unordered_map<NodeP, int64_t> ids;
+  std::vector<size_t> buffer_of(m.plans.size());
+  for (size_t k : order) {
+    const UOp& r = m.plans[k].root;
+    NewBuffer b{new_id(), r.dtype(), product(shape_of(r)), is_root.count(r.get()) > 0};
+    ids[r.get()] = b.id;
+    buffer_of[k] = s.buffers.size();
+    s.buffers.push_back(b);
+  }
+  std::unordered_map<int64_t, size_t> kernel_of_buffer;
+  std::vector<Interval> live;
+  std::vector<size_t> live_of(s.buffers.size(), SIZE_MAX);
+  for (size_t k : order) {
+    const UOp& r = m.plans[k].root;
+    const NewBuffer& b = s.buffers[buffer_of[k]];
+    if (b.count == 0) continue;  // nothing to compute
+    KernelWriter w(ids);
+    ScheduledKernel sk = w.write(r, b.id);
+    size_t at = s.kernels.size();
+    if (!b.output) {
+      live_of[buffer_of[k]] = live.size();
+      live.push_back({buffer_of[k], at, at, b.count * b.dtype.itemsize()});
+    }
+    for (size_t slot = 1; slot < sk.slots.size(); ++slot)
+      for (size_t i = 0; i < s.buffers.size(); ++i)
+        if (s.buffers[i].id == sk.slots[slot] && live_of[i] != SIZE_MAX) live[live_of[i]].last = at;
+    s.kernels.push_back(std::move(sk));
+  }
+  plan_memory(s, live);
+  for (const NewBuffer& b : s.buffers)
+    if (b.output) s.output_bytes += b.count * b.dtype.itemsize();
+
+  for (const UOp& r : roots) {
+    if (is_buffer_view(r)) {
+      s.results.push_back(r);
+      continue;
+    }
+    s.results.push_back(buffer_view(ids.at(r.get()), r.dtype(), shape_of(r)));
+  }
+  return s;
+}
+
+}  // namespace ugpu::schedule

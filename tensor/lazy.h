@@ -1,0 +1,40 @@
+// What a Tensor handle points at (tensor/tensor.h): the graph node, the device, and what keeps the
+// buffers its graph reads alive. Shared by tensor.cpp (graph building) and realize.cpp (running).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hcq/device.h"
+#include "tensor/tensor.h"
+
+namespace ugpu::tensor {
+
+// A buffer a tensor graph reads through a BUFFER node with this id. Registered by id while alive, so
+// the scheduler's kernels can be bound to memory.
+struct BufferState {
+  int64_t id;
+  std::string device;
+  hcq::Buffer buf;
+  DType dtype;
+  int64_t count;
+  ~BufferState();
+};
+// id < 0: a fresh id.
+std::shared_ptr<BufferState> new_buffer(const std::string& device, DType dtype, int64_t count, hcq::Buffer buf, int64_t id = -1);
+std::shared_ptr<BufferState> find_buffer(int64_t id);  // null once freed
+int64_t next_buffer_id();
+
+struct LazyNode {
+  ir::UOp uop;
+  std::string device;
+  std::vector<std::shared_ptr<const LazyNode>> srcs;  // the nodes whose buffers `uop` reads
+  std::shared_ptr<BufferState> buffer;                // set when uop is this buffer's view
+  ~LazyNode();                                        // releases long chains iteratively (no deep recursion)
+};
+
+struct Tensor::Handle {
+  std::shared_ptr<const LazyNode> node;
+};
+
+}  // namespace ugpu::tensor
