@@ -78,19 +78,64 @@ class Marker {
     return it->second;
   }
 
+  // Marks until nothing changes: the fusion rules, then the recompute rule, which may realize more
+  // nodes (and then every kernel is marked again, since what it inlines changed).
   void run() {
-    while (!work_.empty()) {
-      size_t k = work_.back();
-      work_.pop_back();
-      seen_.clear();
-      const UOp root = plans[k].root;
-      visit(root.op() == Op::CONTIGUOUS ? root.src(0) : root, false, false, k, root.get());
+    for (;;) {
+      while (!work_.empty()) {
+        size_t k = work_.back();
+        work_.pop_back();
+        seen_.clear();
+        const UOp root = plans[k].root;
+        visit(root.op() == Op::CONTIGUOUS ? root.src(0) : root, false, false, k, root.get());
+      }
+      if (!realize_shared()) return;
+      for (size_t k = 0; k < plans.size(); ++k) plans[k].deps.clear(), work_.push_back(k);
+      inlined_.clear();
     }
   }
 
  private:
   std::vector<size_t> work_;
   std::unordered_set<uint64_t> seen_;  // (node, flags) visited for the kernel being marked
+  struct Inlined {
+    UOp node;
+    size_t last_kernel;
+    int kernels;
+  };
+  std::unordered_map<NodeP, Inlined> inlined_;  // nodes computed inside kernels, by how many
+
+  void count_inline(const UOp& n, size_t k) {
+    auto [it, fresh] = inlined_.try_emplace(n.get(), Inlined{n, k, 1});
+    if (!fresh && it->second.last_kernel != k) it->second.last_kernel = k, ++it->second.kernels;
+  }
+
+  // ALU and movement ops computing n inside a kernel, up to buffers and reductions; stops counting
+  // past the limit.
+  int64_t inline_cost(const UOp& n) const {
+    std::vector<const UOp*> stack{&n};
+    std::unordered_set<NodeP> seen;
+    int64_t cost = 0;
+    while (!stack.empty() && cost <= kRecomputeLimit) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u->get()).second || (u != &n && (index.count(u->get()) || u->op() == Op::REDUCE_AXIS))) continue;
+      if (is_alu(u->op())) ++cost;
+      for (const UOp& s : u->src()) stack.push_back(&s);
+    }
+    return cost;
+  }
+
+  // The recompute rule (docs/tensor.md): a reduction that two kernels would each compute, or an
+  // elementwise value costing more than kRecomputeLimit ops that two kernels would each compute, is
+  // computed once into a buffer.
+  bool realize_shared() {
+    std::vector<UOp> more;
+    for (const auto& [p, in] : inlined_)
+      if (in.kernels >= 2 && !index.count(p) && (in.node.op() == Op::REDUCE_AXIS || inline_cost(in.node) > kRecomputeLimit)) more.push_back(in.node);
+    for (const UOp& n : more) add(n);
+    return !more.empty();
+  }
 
   void dep(size_t k, const UOp& n) { plans[k].deps.push_back(n.get()); }
 
@@ -111,6 +156,7 @@ class Marker {
         return dep(k, n);
       }
     }
+    if (n.get() != root && (op == Op::REDUCE_AXIS || is_alu(op))) count_inline(n, k);
     if (op == Op::REDUCE_AXIS) return visit(n.src(0), false, true, k, root);
     if (op == Op::EXPAND) return visit(n.src(0), expanded || expands(n), in_reduce, k, root);
     if (op == Op::GATHER) {  // the input is read at data-dependent places, maybe many times each
@@ -182,10 +228,15 @@ class KernelWriter {
     return defines_[id] = d;
   }
 
-  static UOp linear(const std::vector<UOp>& idx, const Shape& shape) {
-    UOp lin = idx_const(0);
-    for (size_t d = 0; d < shape.size(); ++d) lin = lin * static_cast<double>(shape[d]) + idx[d];
-    return lin;
+  // Row-major position of idx in shape. Size-1 axes add nothing: their index is 0 wherever a
+  // load is not masked off.
+  static UOp linear(const std::vector<UOp>& idx, const Shape& shape, size_t from = 0, size_t to = SIZE_MAX) {
+    UOp lin;
+    for (size_t d = from; d < std::min(to, shape.size()); ++d) {
+      if (shape[d] == 1) continue;
+      lin = lin ? lin * static_cast<double>(shape[d]) + idx[d] : idx[d];
+    }
+    return lin ? lin : idx_const(0);
   }
 
   UOp load(int64_t id, DType dt, const std::vector<UOp>& idx, const Shape& shape, const UOp& valid) {
@@ -207,8 +258,7 @@ class KernelWriter {
         if ((po <= pi && o < out.size()) || i == in.size()) po *= out[o++];
         else pi *= in[i++];
       } while (po != pi && (o < out.size() || i < in.size()));
-      UOp flat = idx_const(0);
-      for (size_t a = o0; a < o; ++a) flat = flat * static_cast<double>(out[a]) + idx[a];
+      UOp flat = linear(idx, out, o0, o);
       int64_t stride = 1;
       for (size_t a = i; a-- > i0;) {
         if (in[a] != 1) {

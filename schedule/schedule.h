@@ -47,6 +47,10 @@ struct Schedule {
   int64_t output_bytes = 0;
 };
 
+// The recompute rule: an elementwise value that more than one kernel needs is computed in each of
+// them, unless it costs more than this many ops (then it is computed once into a buffer).
+inline constexpr int64_t kRecomputeLimit = 32;
+
 // Every allocation in the arena starts at a multiple of this (above codegen::kBufferAlignment).
 inline constexpr int64_t kArenaAlignment = 256;
 

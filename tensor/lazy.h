@@ -1,6 +1,7 @@
 // What a Tensor handle points at (tensor/tensor.h): the graph node, the device, and what keeps the
 // buffers its graph reads alive. Shared by tensor.cpp (graph building) and realize.cpp (running).
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,11 +31,32 @@ struct LazyNode {
   std::string device;
   std::vector<std::shared_ptr<const LazyNode>> srcs;  // the nodes whose buffers `uop` reads
   std::shared_ptr<BufferState> buffer;                // set when uop is this buffer's view
-  ~LazyNode();                                        // releases long chains iteratively (no deep recursion)
+  std::string var;                                    // a variable's node: its name and bound value
+  int64_t value = 0;
+  ~LazyNode();  // releases long chains iteratively (no deep recursion)
 };
 
 struct Tensor::Handle {
   std::shared_ptr<const LazyNode> node;
 };
+
+// What a Jit records while it captures (tensor/jit.h): every kernel the realizes run, with where each
+// argument comes from, and the memory they use (kept alive with the capture).
+struct Capture {
+  struct Arg {
+    int64_t buffer = -1;  // a BUFFER id, or
+    std::string var;      // a variable's name, and the bounds the kernel was compiled for
+    int64_t min = 0, max = 0;
+  };
+  struct Kernel {
+    hcq::Device* dev;
+    std::shared_ptr<hcq::Program> prog;
+    std::vector<Arg> args;
+  };
+  std::vector<Kernel> kernels;
+  std::map<int64_t, hcq::Buffer> buffers;  // every buffer a captured kernel reads or writes
+};
+// While set (on this thread), realizes also record into `c`.
+void set_capture(Capture* c);
 
 }  // namespace ugpu::tensor

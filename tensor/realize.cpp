@@ -9,6 +9,7 @@
 #include <mutex>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/compiler.h"
 #include "common/error.h"
@@ -153,6 +154,29 @@ std::shared_ptr<hcq::Program> program_for(hcq::Device& dev, const schedule::Sche
   return p;
 }
 
+thread_local Capture* t_capture = nullptr;
+
+// Variables bound in the graphs of `ts` (name -> value); two values for one name is an error.
+std::map<std::string, int64_t> bindings(const std::vector<Tensor*>& ts, const std::vector<const LazyNode*>& roots) {
+  std::map<std::string, int64_t> out;
+  std::vector<const LazyNode*> stack(roots.begin(), roots.end());
+  std::unordered_set<const LazyNode*> seen;
+  while (!stack.empty()) {
+    const LazyNode* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (!n->var.empty()) {
+      auto [it, fresh] = out.try_emplace(n->var, n->value);
+      if (!fresh && it->second != n->value)
+        throw Error("variable '" + n->var + "' is bound to both " + std::to_string(it->second) + " and " + std::to_string(n->value) +
+                    " in one realize");
+    }
+    for (const auto& s : n->srcs) stack.push_back(s.get());
+  }
+  (void)ts;
+  return out;
+}
+
 hcq::Buffer view(const hcq::Buffer& b, int64_t offset, int64_t bytes) {
   hcq::Buffer v = b;
   v.va += static_cast<uint64_t>(offset);
@@ -162,6 +186,8 @@ hcq::Buffer view(const hcq::Buffer& b, int64_t offset, int64_t bytes) {
 }
 
 }  // namespace
+
+void set_capture(Capture* c) { t_capture = c; }
 
 struct Realizer {
   static void run(std::span<Tensor> ts) {
@@ -175,7 +201,9 @@ struct Realizer {
   static void run_on(const std::string& dev_name, const std::vector<Tensor*>& ts) {
     hcq::Device& dev = device(dev_name);
     std::vector<UOp> roots;
-    for (Tensor* t : ts) roots.push_back(t->uop());
+    std::vector<const LazyNode*> nodes;
+    for (Tensor* t : ts) roots.push_back(t->uop()), nodes.push_back(t->h_->node.get());
+    std::map<std::string, int64_t> vars = bindings(ts, nodes);
     auto t0 = std::chrono::steady_clock::now();
     schedule::Schedule s = schedule::make_schedule(roots, next_buffer_id);
     double schedule_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -224,8 +252,24 @@ struct Realizer {
         std::shared_ptr<const codegen::CompiledKernel> ck;
         auto prog = program_for(dev, k, &ck);
         std::vector<hcq::Val> args;
-        for (const codegen::Param& p : ck->kernel.params)
-          if (p.kind == codegen::Param::Kind::Buffer) args.push_back(buffer_of(k.slots.at(static_cast<size_t>(p.slot))).va);
+        Capture::Kernel rec{&dev, prog, {}};
+        for (const codegen::Param& p : ck->kernel.params) {
+          if (p.kind == codegen::Param::Kind::Buffer) {
+            int64_t id = k.slots.at(static_cast<size_t>(p.slot));
+            args.push_back(buffer_of(id).va);
+            rec.args.push_back({id, {}, 0, 0});
+            if (t_capture) t_capture->buffers[id] = buffer_of(id);
+            continue;
+          }
+          auto v = vars.find(p.name);
+          if (v == vars.end()) throw Error("kernel " + k.name + " uses variable '" + p.name + "', which no tensor of this realize binds");
+          if (v->second < p.min || v->second > p.max)
+            throw Error("variable '" + p.name + "' = " + std::to_string(v->second) + " is outside its bounds [" + std::to_string(p.min) + ", " +
+                        std::to_string(p.max) + "]");
+          args.push_back(static_cast<uint64_t>(v->second));
+          rec.args.push_back({-1, p.name, p.min, p.max});
+        }
+        if (t_capture) t_capture->kernels.push_back(rec);
         runs.emplace_back(std::move(prog), std::move(args));
         names.push_back(k.name);
         uops.push_back(k.uops);

@@ -127,6 +127,21 @@ Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& d
   return from_uop(full_uop(shape, value, dtype), device, {});
 }
 
+Tensor Tensor::variable(const std::string& name, int64_t min, int64_t max, int64_t value, const std::string& device) {
+  if (name.empty() || min > max || value < min || value > max)
+    fail("variable", "'" + name + "' needs a name and min <= value <= max (got " + std::to_string(min) + " <= " + std::to_string(value) +
+                         " <= " + std::to_string(max) + ")");
+  auto n = std::make_shared<LazyNode>();
+  n->uop = UOp::make(Op::RESHAPE, dtypes::int32, {UOp::var(name, min, max, dtypes::index).cast(dtypes::int32)}, ir::Ints{});
+  n->device = device.empty() ? default_device() : device;
+  n->var = name;
+  n->value = value;
+  Tensor t;
+  t.h_ = std::make_shared<Handle>();
+  t.h_->node = std::move(n);
+  return t;
+}
+
 Tensor Tensor::empty(Shape shape, DType dtype, const std::string& device) { return full(std::move(shape), 0, dtype, device).contiguous(); }
 
 namespace {
@@ -873,6 +888,19 @@ Tensor triangle(const Tensor& t, int64_t diagonal, bool upper, const std::string
 
 Tensor Tensor::triu(int64_t diagonal) const { return triangle(*this, diagonal, true, "triu"); }
 Tensor Tensor::tril(int64_t diagonal) const { return triangle(*this, diagonal, false, "tril"); }
+
+Tensor Tensor::rotary_embedding(int64_t start_pos, double base) const {
+  if (ndim() < 2 || shape().back() % 2) fail("rotary_embedding", "needs [..., tokens, head_dim] with an even head_dim, got " + shape_text(shape()));
+  int64_t t = shape()[ndim() - 2], d = shape().back(), half = d / 2;
+  Tensor freqs = (Tensor::arange(half, dtypes::int32, device()).cast(dtypes::float32) * (-2 * std::log(base) / static_cast<double>(d))).exp();
+  Tensor pos = Tensor::arange(t, dtypes::int32, device()).cast(dtypes::float32) + static_cast<double>(start_pos);
+  Tensor angle = pos.reshape({t, 1}) * freqs.reshape({1, half});
+  Tensor c = angle.cos(), s = angle.sin();
+  Tensor x = cast(require_float(*this));
+  Tensor x1 = x.slice(-1, 0, half), x2 = x.slice(-1, half, d);
+  Tensor parts[] = {x1 * c - x2 * s, x2 * c + x1 * s};
+  return cat(parts, -1).cast(require_float(*this));
+}
 
 Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask, bool causal) const {
   const std::string op = "scaled_dot_product_attention";

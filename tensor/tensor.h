@@ -67,6 +67,10 @@ class Tensor {
   static Tensor randn(Shape shape, uint64_t seed, DType dtype = dtypes::float32, const std::string& device = "");  // N(0, 1)
   static Tensor randint(Shape shape, int64_t low, int64_t high, uint64_t seed, DType dtype = dtypes::int32, const std::string& device = "");
 
+  // A scalar int32 tensor standing for a named value in [min, max], bound to `value`. Kernels take it
+  // as an argument, so a Jit replays them with another value without recompiling.
+  static Tensor variable(const std::string& name, int64_t min, int64_t max, int64_t value, const std::string& device = "");
+
   // ---- facts ----
   bool defined() const { return h_ != nullptr; }
   const Shape& shape() const;
@@ -191,6 +195,10 @@ class Tensor {
   Tensor rms_norm(const Tensor& weight = {}, double eps = 1e-6) const;  // over the last axis, computed in float32 at least
   Tensor triu(int64_t diagonal = 0) const;                              // last two axes
   Tensor tril(int64_t diagonal = 0) const;
+  // Rotary position embedding, half-split form (Hugging Face's rotate_half): this is [..., tokens,
+  // head_dim] at positions start_pos, start_pos + 1, ...; pair (i, i + head_dim/2) turns by
+  // position * base^(-2i/head_dim).
+  Tensor rotary_embedding(int64_t start_pos = 0, double base = 10000) const;
   // q [..., Hq, Tq, D], k and v [..., Hkv, Tk, D] with Hq a multiple of Hkv (grouped-query heads).
   // causal: query i sees keys up to i + (Tk - Tq). mask (optional) is added to the scores (or, when bool, selects them).
   Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask = {}, bool causal = false) const;
