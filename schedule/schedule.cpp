@@ -27,6 +27,14 @@ using NodeP = const detail::Node*;
 int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 UOp idx_const(int64_t v) { return UOp::const_int(dtypes::index, v); }
 
+// The loops a kernel over this shape runs: its axes of size other than 1.
+Shape loops_of(const Shape& s) {
+  Shape r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+
 // A BUFFER, or RESHAPEs of one: its elements in order, so loading it needs no kernel of its own.
 bool is_buffer_view(const UOp& u) {
   const UOp* n = &u;
@@ -89,6 +97,7 @@ class Marker {
         const UOp root = plans[k].root;
         visit(root.op() == Op::CONTIGUOUS ? root.src(0) : root, false, false, k, root.get());
       }
+      group();
       if (!realize_shared()) return;
       for (size_t k = 0; k < plans.size(); ++k) plans[k].deps.clear(), work_.push_back(k);
       inlined_.clear();
@@ -100,14 +109,122 @@ class Marker {
   std::unordered_set<uint64_t> seen_;  // (node, flags) visited for the kernel being marked
   struct Inlined {
     UOp node;
-    size_t last_kernel;
-    int kernels;
+    std::vector<size_t> plans;  // whose kernels compute it
   };
-  std::unordered_map<NodeP, Inlined> inlined_;  // nodes computed inside kernels, by how many
+  std::unordered_map<NodeP, Inlined> inlined_;
 
   void count_inline(const UOp& n, size_t k) {
-    auto [it, fresh] = inlined_.try_emplace(n.get(), Inlined{n, k, 1});
-    if (!fresh && it->second.last_kernel != k) it->second.last_kernel = k, ++it->second.kernels;
+    auto [it, fresh] = inlined_.try_emplace(n.get(), Inlined{n, {}});
+    if (it->second.plans.empty() || it->second.plans.back() != k) it->second.plans.push_back(k);
+  }
+
+ public:
+  // Kernels: plans sharing one (a multi-output kernel) when their outputs have the same shape and
+  // neither needs the other, in an order that respects their dependencies.
+  std::vector<std::vector<size_t>> groups;
+  std::vector<size_t> group_of;
+
+ private:
+  std::vector<size_t> plan_order() const {
+    std::vector<size_t> order;
+    std::vector<uint8_t> state(plans.size(), 0);
+    for (size_t start = 0; start < plans.size(); ++start) {
+      if (state[start]) continue;
+      std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
+      state[start] = 1;
+      while (!stack.empty()) {
+        auto& [k, next] = stack.back();
+        if (next < plans[k].deps.size()) {
+          size_t d = index.at(plans[k].deps[next++]);
+          if (!state[d]) state[d] = 1, stack.push_back({d, 0});
+          continue;
+        }
+        order.push_back(k);
+        stack.pop_back();
+      }
+    }
+    return order;
+  }
+
+  // Whether the kernels, with plans merged as group_of says, still form a DAG.
+  bool groups_acyclic() const {
+    std::vector<std::vector<size_t>> edges(groups.size());
+    for (size_t p = 0; p < plans.size(); ++p)
+      for (NodeP dn : plans[p].deps) {
+        size_t a = group_of[p], b = group_of[index.at(dn)];
+        if (a != SIZE_MAX && b != SIZE_MAX && a != b) edges[a].push_back(b);  // plans not placed yet have no edges
+      }
+    std::vector<uint8_t> state(groups.size(), 0);  // 0 new, 1 on the path, 2 done
+    for (size_t start = 0; start < groups.size(); ++start) {
+      if (state[start]) continue;
+      std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
+      state[start] = 1;
+      while (!stack.empty()) {
+        auto& [g, next] = stack.back();
+        if (next < edges[g].size()) {
+          size_t d = edges[g][next++];
+          if (state[d] == 1) return false;
+          if (!state[d]) state[d] = 1, stack.push_back({d, 0});
+          continue;
+        }
+        state[g] = 2;
+        stack.pop_back();
+      }
+    }
+    return true;
+  }
+
+  void group() {
+    size_t n = plans.size();
+    std::vector<size_t> order = plan_order();
+    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n));  // reach[p][q]: p needs q's buffer, maybe through others
+    for (size_t p : order)
+      for (NodeP dn : plans[p].deps) {
+        size_t d = index.at(dn);
+        reach[p][d] = true;
+        for (size_t j = 0; j < n; ++j)
+          if (reach[d][j]) reach[p][j] = true;
+      }
+    groups.clear();
+    group_of.assign(n, SIZE_MAX);
+    for (size_t p : order) {
+      bool placed = false;
+      for (size_t g = 0; g < groups.size() && !placed; ++g) {
+        if (loops_of(*plans[groups[g][0]].root.shape()) != loops_of(*plans[p].root.shape())) continue;
+        bool unrelated = true;
+        for (size_t q : groups[g]) unrelated = unrelated && !reach[p][q] && !reach[q][p];
+        if (!unrelated) continue;
+        groups[g].push_back(p), group_of[p] = g;
+        placed = groups_acyclic();
+        if (!placed) groups[g].pop_back(), group_of[p] = SIZE_MAX;
+      }
+      if (!placed) group_of[p] = groups.size(), groups.push_back({p});
+    }
+    // The groups in dependency order: depth-first, each after the groups it needs.
+    std::vector<std::vector<size_t>> needs(groups.size());
+    for (size_t p = 0; p < n; ++p)
+      for (NodeP dn : plans[p].deps)
+        if (group_of[p] != group_of[index.at(dn)]) needs[group_of[p]].push_back(group_of[index.at(dn)]);
+    std::vector<std::vector<size_t>> sorted;
+    std::vector<uint8_t> done(groups.size(), 0);
+    for (size_t start = 0; start < groups.size(); ++start) {
+      if (done[start]) continue;
+      std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
+      done[start] = 1;
+      while (!stack.empty()) {
+        auto& [g, next] = stack.back();
+        if (next < needs[g].size()) {
+          size_t d = needs[g][next++];
+          if (!done[d]) done[d] = 1, stack.push_back({d, 0});
+          continue;
+        }
+        sorted.push_back(groups[g]);
+        stack.pop_back();
+      }
+    }
+    groups = std::move(sorted);
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (size_t p : groups[g]) group_of[p] = g;
   }
 
   // ALU and movement ops computing n inside a kernel, up to buffers and reductions; stops counting
@@ -130,11 +247,21 @@ class Marker {
   // elementwise value costing more than kRecomputeLimit ops that two kernels would each compute, is
   // computed once into a buffer.
   bool realize_shared() {
-    std::vector<UOp> more;
-    for (const auto& [p, in] : inlined_)
-      if (in.kernels >= 2 && !index.count(p) && (in.node.op() == Op::REDUCE_AXIS || inline_cost(in.node) > kRecomputeLimit)) more.push_back(in.node);
-    for (const UOp& n : more) add(n);
-    return !more.empty();
+    std::unordered_set<NodeP> shared;
+    for (const auto& [p, in] : inlined_) {
+      std::unordered_set<size_t> kernels;
+      for (size_t k : in.plans) kernels.insert(group_of[k]);
+      if (kernels.size() >= 2 && !index.count(p)) shared.insert(p);
+    }
+    // Sources first, so that realizing one value lowers what its users cost before they are judged.
+    bool added = false;
+    std::unordered_set<NodeP> judged;
+    for (size_t k = 0, n = plans.size(); k < n; ++k)
+      for (const UOp& u : plans[k].root.toposort()) {
+        if (!shared.count(u.get()) || !judged.insert(u.get()).second) continue;
+        if (u.op() == Op::REDUCE_AXIS || inline_cost(u) > kRecomputeLimit) add(u), added = true;
+      }
+    return added;
   }
 
   void dep(size_t k, const UOp& n) { plans[k].deps.push_back(n.get()); }
@@ -181,21 +308,29 @@ class KernelWriter {
  public:
   KernelWriter(const std::unordered_map<NodeP, int64_t>& buffer_ids) : ids_(buffer_ids) {}
 
-  ScheduledKernel write(const UOp& root, int64_t out_id) {
-    const Shape& shape = shape_of(root);
-    std::vector<UOp> idx, ranges;
-    for (int64_t d : shape) {
-      if (d == 1) {
-        idx.push_back(idx_const(0));
-        continue;
-      }
-      ranges.push_back(UOp::range(d, next_axis_++, AxisType::GLOBAL));
-      idx.push_back(ranges.back());
+  // One kernel storing every output (roots of one shape) at the same loops; the outputs take slots
+  // 0, 1, ... in order.
+  ScheduledKernel write(const std::vector<std::pair<UOp, int64_t>>& outs) {
+    const Shape loops = loops_of(shape_of(outs[0].first));
+    std::vector<UOp> ranges;
+    for (int64_t d : loops) ranges.push_back(UOp::range(d, next_axis_++, AxisType::GLOBAL));
+    // Each output's index: the loops on its axes of size other than 1, 0 on the others.
+    auto index_of = [&](const Shape& shape) {
+      std::vector<UOp> idx;
+      size_t r = 0;
+      for (int64_t d : shape) idx.push_back(d == 1 ? idx_const(0) : ranges[r++]);
+      return idx;
+    };
+    std::vector<UOp> defs, stores;
+    for (const auto& [root, id] : outs) roots_.insert(root.get()), defs.push_back(define(id, root.dtype()));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const UOp& root = outs[i].first;
+      const Shape& shape = shape_of(root);
+      std::vector<UOp> idx = index_of(shape);
+      UOp value = render(root.op() == Op::CONTIGUOUS ? root.src(0) : root, idx, UOp());
+      stores.push_back(UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, root.dtype().ptr(), {defs[i], linear(idx, shape)}), value}));
     }
-    root_ = root.get();
-    UOp out = define(out_id, root.dtype());  // slot 0
-    UOp value = render(root.op() == Op::CONTIGUOUS ? root.src(0) : root, idx, UOp());
-    UOp st = UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, root.dtype().ptr(), {out, linear(idx, shape)}), value});
+    UOp st = stores.size() == 1 ? stores[0] : UOp::make(Op::GROUP, dtypes::void_, stores);
     if (!ranges.empty()) {
       std::vector<UOp> s{st};
       s.insert(s.end(), ranges.begin(), ranges.end());
@@ -204,10 +339,12 @@ class KernelWriter {
     ScheduledKernel k;
     k.ast = UOp::sink(std::span<const UOp>(&st, 1));
     k.slots = slots_;
+    k.outputs = outs.size();
     k.uops = k.ast.toposort().size();
     k.name = std::string(has_reduce_ ? "R" : "E");
-    if (shape.empty()) k.name += "_1";
-    for (int64_t d : shape) k.name += "_" + std::to_string(d);
+    if (loops.empty()) k.name += "_1";
+    for (int64_t d : loops) k.name += "_" + std::to_string(d);
+    if (outs.size() > 1) k.name += "_x" + std::to_string(outs.size());
     return k;
   }
 
@@ -217,7 +354,7 @@ class KernelWriter {
   std::unordered_map<int64_t, UOp> defines_;
   std::unordered_map<std::vector<const void*>, UOp, VecHash> memo_;
   int64_t next_axis_ = 0;
-  NodeP root_ = nullptr;
+  std::unordered_set<NodeP> roots_;  // what this kernel stores (computed here, not loaded)
   bool has_reduce_ = false;
 
   UOp define(int64_t id, DType dt) {
@@ -283,7 +420,7 @@ class KernelWriter {
   UOp render_new(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
     Op op = n.op();
     if (op == Op::CONST || op == Op::DEFINE_VAR) return n;
-    if (n.get() != root_)
+    if (!roots_.count(n.get()))
       if (auto it = ids_.find(n.get()); it != ids_.end()) return load(it->second, n.dtype(), idx, shape_of(n), valid);
     switch (op) {
       case Op::BUFFER: return load(n.arg_as<Ints>()[0], n.dtype(), idx, shape_of(n), valid);
@@ -422,55 +559,38 @@ Schedule make_schedule(std::span<const UOp> roots, const std::function<int64_t()
   }
   m.run();
 
-  // Dependencies first (the marker found them), then each kernel after everything it loads.
-  std::vector<size_t> order;
-  std::vector<uint8_t> state(m.plans.size(), 0);
-  for (size_t start = 0; start < m.plans.size(); ++start) {
-    if (state[start]) continue;
-    std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
-    state[start] = 1;
-    while (!stack.empty()) {
-      auto& [k, next] = stack.back();
-      if (next < m.plans[k].deps.size()) {
-        size_t d = m.index.at(m.plans[k].deps[next++]);
-        if (!state[d]) {
-          state[d] = 1;
-          stack.push_back({d, 0});
-        }
-        continue;
-      }
-      order.push_back(k);
-      stack.pop_back();
-    }
-  }
-
   Schedule s;
   std::unordered_map<NodeP, int64_t> ids;
-  std::vector<size_t> buffer_of(m.plans.size());
-  for (size_t k : order) {
-    const UOp& r = m.plans[k].root;
-    NewBuffer b{new_id(), r.dtype(), product(shape_of(r)), is_root.count(r.get()) > 0};
-    ids[r.get()] = b.id;
-    buffer_of[k] = s.buffers.size();
-    s.buffers.push_back(b);
-  }
-  std::unordered_map<int64_t, size_t> kernel_of_buffer;
-  std::vector<Interval> live;
-  std::vector<size_t> live_of(s.buffers.size(), SIZE_MAX);
-  for (size_t k : order) {
-    const UOp& r = m.plans[k].root;
-    const NewBuffer& b = s.buffers[buffer_of[k]];
-    if (b.count == 0) continue;  // nothing to compute
-    KernelWriter w(ids);
-    ScheduledKernel sk = w.write(r, b.id);
-    size_t at = s.kernels.size();
-    if (!b.output) {
-      live_of[buffer_of[k]] = live.size();
-      live.push_back({buffer_of[k], at, at, b.count * b.dtype.itemsize()});
+  std::unordered_map<int64_t, size_t> buffer_index;  // id -> index in s.buffers
+  for (const auto& g : m.groups)
+    for (size_t p : g) {
+      const UOp& r = m.plans[p].root;
+      NewBuffer b{new_id(), r.dtype(), product(shape_of(r)), is_root.count(r.get()) > 0};
+      ids[r.get()] = b.id;
+      buffer_index[b.id] = s.buffers.size();
+      s.buffers.push_back(b);
     }
-    for (size_t slot = 1; slot < sk.slots.size(); ++slot)
-      for (size_t i = 0; i < s.buffers.size(); ++i)
-        if (s.buffers[i].id == sk.slots[slot] && live_of[i] != SIZE_MAX) live[live_of[i]].last = at;
+  std::vector<Interval> live;
+  std::unordered_map<int64_t, size_t> live_of;  // intermediate id -> its interval
+  for (const auto& g : m.groups) {
+    std::vector<std::pair<UOp, int64_t>> outs;
+    for (size_t p : g)
+      if (product(shape_of(m.plans[p].root)) != 0) outs.push_back({m.plans[p].root, ids.at(m.plans[p].root.get())});
+    if (outs.empty()) continue;  // nothing to compute
+    KernelWriter w(ids);
+    ScheduledKernel sk = w.write(outs);
+    size_t at = s.kernels.size();
+    for (size_t slot = 0; slot < sk.slots.size(); ++slot) {
+      int64_t id = sk.slots[slot];
+      auto bi = buffer_index.find(id);
+      if (bi == buffer_index.end() || s.buffers[bi->second].output) continue;  // inputs from outside, outputs
+      if (slot < sk.outputs) {
+        live_of[id] = live.size();
+        live.push_back({bi->second, at, at, s.buffers[bi->second].count * s.buffers[bi->second].dtype.itemsize()});
+      } else {
+        live[live_of.at(id)].last = at;
+      }
+    }
     s.kernels.push_back(std::move(sk));
   }
   plan_memory(s, live);

@@ -30,10 +30,11 @@ struct NewBuffer {
 };
 
 struct ScheduledKernel {
-  std::string name;            // "E_4_16", "R_4_16" (a reduction inside), with a counter when repeated
+  std::string name;            // "E_4_16", "R_4_16" (a reduction inside), "..._x3" with three outputs
   ir::UOp ast;                 // SINK over STOREs into DEFINE_GLOBAL slots (docs/codegen.md)
-  std::vector<int64_t> slots;  // the BUFFER id behind each DEFINE_GLOBAL slot; slot 0 is written
-  size_t uops = 0;             // nodes in `ast`
+  std::vector<int64_t> slots;  // the BUFFER id behind each DEFINE_GLOBAL slot; slots [0, outputs) are written
+  size_t outputs = 1;
+  size_t uops = 0;  // nodes in `ast`
 };
 
 struct Schedule {
