@@ -886,6 +886,105 @@ Tensor triangle(const Tensor& t, int64_t diagonal, bool upper, const std::string
 }
 }  // namespace
 
+namespace {
+
+std::string pair_text(Pair p) { return "(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ")"; }
+
+// The sliding windows of x [N, C, H, W] as [N, C, OH, OW, kH, kW]: element (oh, ow, i, j) is the
+// padded input at (oh*stride + i*dilation, ow*stride + j*dilation). Each spatial axis is one gather
+// whose indices are computed (IOTA arithmetic), so the windows are index math, not memory.
+Tensor windows(const Tensor& x, Pair k, Pair stride, Pair pad, Pair dil, double pad_value, const std::string& op) {
+  if (x.ndim() != 4) fail(op, "takes [N, C, H, W], got " + shape_text(x.shape()));
+  for (int a = 0; a < 2; ++a)
+    if (k[a] < 1 || stride[a] < 1 || dil[a] < 1 || pad[a] < 0)
+      fail(op, "kernel " + pair_text(k) + ", stride " + pair_text(stride) + ", dilation " + pair_text(dil) + " must be positive and padding " +
+                   pair_text(pad) + " not negative");
+  Tensor xp = x.pad({{0, 0}, {0, 0}, {pad[0], pad[0]}, {pad[1], pad[1]}}, pad_value);
+  Tensor y = xp;
+  Pair out{};
+  for (int a = 0; a < 2; ++a) {
+    int64_t size = xp.shape()[2 + a], span = dil[a] * (k[a] - 1) + 1;
+    if (size < span)
+      fail(op, "the kernel " + pair_text(k) + " (dilated " + std::to_string(span) + ") is larger than the padded input " + shape_text(xp.shape()));
+    out[a] = (size - span) / stride[a] + 1;
+  }
+  const std::string& dev = x.device();
+  // Height: gather along axis 2 with index (o*stride + i*dilation) over [OH*kH].
+  int64_t n = xp.shape()[0], c = xp.shape()[1], w = xp.shape()[3];
+  Tensor r = Tensor::arange(out[0] * k[0], dtypes::int32, dev);
+  Tensor hi = (r.floordiv(scalar_like(r, static_cast<double>(k[0]))) * static_cast<double>(stride[0]) +
+               r.mod(scalar_like(r, static_cast<double>(k[0]))) * static_cast<double>(dil[0]));
+  y = y.gather(2, hi.reshape({1, 1, out[0] * k[0], 1}).expand({n, c, out[0] * k[0], w})).reshape({n, c, out[0], k[0], w});
+  // Width: gather along the last axis.
+  Tensor q = Tensor::arange(out[1] * k[1], dtypes::int32, dev);
+  Tensor wi = (q.floordiv(scalar_like(q, static_cast<double>(k[1]))) * static_cast<double>(stride[1]) +
+               q.mod(scalar_like(q, static_cast<double>(k[1]))) * static_cast<double>(dil[1]));
+  y = y.gather(4, wi.reshape({1, 1, 1, 1, out[1] * k[1]}).expand({n, c, out[0], k[0], out[1] * k[1]})).reshape({n, c, out[0], k[0], out[1], k[1]});
+  return y.permute({0, 1, 2, 4, 3, 5});
+}
+
+Pair or_kernel(Pair stride, Pair kernel) { return stride[0] == 0 && stride[1] == 0 ? kernel : stride; }
+
+}  // namespace
+
+Tensor Tensor::conv2d(const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation, int64_t groups) const {
+  const std::string op = "conv2d";
+  if (ndim() != 4 || weight.ndim() != 4)
+    fail(op, "takes x [N, C, H, W] and weight [C_out, C_in / groups, kH, kW], got " + shape_text(shape()) + " and " + shape_text(weight.shape()));
+  int64_t n = shape()[0], cin = shape()[1], cout = weight.shape()[0];
+  if (groups < 1 || cin % groups || cout % groups || weight.shape()[1] != cin / groups)
+    fail(op,
+         "input channels " + std::to_string(cin) + " and weight " + shape_text(weight.shape()) + " do not fit " + std::to_string(groups) + " groups");
+  Pair k{weight.shape()[2], weight.shape()[3]};
+  Tensor p = windows(*this, k, stride, padding, dilation, 0, op);  // [N, Cin, OH, OW, kH, kW]
+  int64_t oh = p.shape()[2], ow = p.shape()[3], cg = cin / groups, og = cout / groups;
+  Tensor pg = p.reshape({n, groups, 1, cg, oh, ow, k[0], k[1]});
+  Tensor wg = weight.reshape({1, groups, og, cg, 1, 1, k[0], k[1]});
+  Tensor y = (pg * wg).sum({3, 6, 7}).reshape({n, cout, oh, ow});
+  if (bias.defined()) y = y + bias.reshape({1, cout, 1, 1});
+  return y;
+}
+
+Tensor Tensor::conv_transpose2d(const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair output_padding, Pair dilation,
+                                int64_t groups) const {
+  const std::string op = "conv_transpose2d";
+  if (ndim() != 4 || weight.ndim() != 4)
+    fail(op, "takes x [N, C, H, W] and weight [C_in, C_out / groups, kH, kW], got " + shape_text(shape()) + " and " + shape_text(weight.shape()));
+  int64_t n = shape()[0], cin = shape()[1], h = shape()[2], w = shape()[3];
+  if (groups < 1 || cin % groups || weight.shape()[0] != cin)
+    fail(op,
+         "input channels " + std::to_string(cin) + " and weight " + shape_text(weight.shape()) + " do not fit " + std::to_string(groups) + " groups");
+  for (int a = 0; a < 2; ++a)
+    if (stride[a] < 1 || output_padding[a] < 0 || output_padding[a] >= std::max(stride[a], dilation[a]))
+      fail(op, "stride " + pair_text(stride) + " must be positive and output_padding " + pair_text(output_padding) + " below the stride or dilation");
+  int64_t og = weight.shape()[1], cg = cin / groups;
+  Pair k{weight.shape()[2], weight.shape()[3]};
+  // A transposed convolution is a convolution of the input spread out by the stride (zeros between),
+  // padded by dilation*(k-1) - padding, with the kernel flipped and its in/out channels swapped.
+  Tensor x = reshape({n, cin, h, 1, w, 1})
+                 .pad({{0, 0}, {0, 0}, {0, 0}, {0, stride[0] - 1}, {0, 0}, {0, stride[1] - 1}})
+                 .reshape({n, cin, h * stride[0], w * stride[1]});
+  x = x.shrink({{0, n}, {0, cin}, {0, (h - 1) * stride[0] + 1}, {0, (w - 1) * stride[1] + 1}});
+  Pair edge{dilation[0] * (k[0] - 1) - padding[0], dilation[1] * (k[1] - 1) - padding[1]};
+  x = x.pad({{0, 0}, {0, 0}, {edge[0], edge[0] + output_padding[0]}, {edge[1], edge[1] + output_padding[1]}});
+  Tensor wt = weight.reshape({groups, cg, og, k[0], k[1]}).permute({0, 2, 1, 3, 4}).reshape({groups * og, cg, k[0], k[1]}).flip({2, 3});
+  return x.conv2d(wt, bias, {1, 1}, {0, 0}, dilation, groups);
+}
+
+Tensor Tensor::max_pool2d(Pair kernel, Pair stride, Pair padding, Pair dilation) const {
+  double lowest = dtype().is_float() ? -INFINITY : static_cast<double>(dtype().min_int());
+  return windows(*this, kernel, or_kernel(stride, kernel), padding, dilation, lowest, "max_pool2d").max({4, 5});
+}
+
+Tensor Tensor::avg_pool2d(Pair kernel, Pair stride, Pair padding, bool count_include_pad) const {
+  Pair s = or_kernel(stride, kernel);
+  Tensor x = cast(require_float(*this));
+  Tensor sum = windows(x, kernel, s, padding, {1, 1}, 0, "avg_pool2d").sum({4, 5});
+  if (count_include_pad) return sum / static_cast<double>(kernel[0] * kernel[1]);
+  Tensor ones = Tensor::ones({1, 1, shape()[2], shape()[3]}, dtypes::float32, device());
+  return sum / windows(ones, kernel, s, padding, {1, 1}, 0, "avg_pool2d").sum({4, 5});
+}
+
 Tensor Tensor::triu(int64_t diagonal) const { return triangle(*this, diagonal, true, "triu"); }
 Tensor Tensor::tril(int64_t diagonal) const { return triangle(*this, diagonal, false, "tril"); }
 

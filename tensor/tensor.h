@@ -15,6 +15,7 @@
 // float), otherwise the result is float32. Axes may be negative (counted from the end). Errors
 // (shapes, dtypes, devices, memory) are ugpu::Error naming the operation and what did not fit.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,6 +36,7 @@ using ir::DType;
 using ir::Shape;
 namespace dtypes = ir::dtypes;
 using Axes = std::vector<int64_t>;
+using Pair = std::array<int64_t, 2>;  // (height, width) for the 2-D nn functions
 
 struct LazyNode;  // tensor.cpp: the graph node with what keeps its buffers alive
 
@@ -193,7 +195,16 @@ class Tensor {
   Tensor linear(const Tensor& weight, const Tensor& bias = {}) const;  // x @ weight.T + bias (weight: [out, in])
   Tensor layer_norm(const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5, int64_t axes = 1) const;  // over the last `axes` axes
   Tensor rms_norm(const Tensor& weight = {}, double eps = 1e-6) const;  // over the last axis, computed in float32 at least
-  Tensor triu(int64_t diagonal = 0) const;                              // last two axes
+  // x [N, C_in, H, W], weight [C_out, C_in / groups, kH, kW], bias [C_out].
+  Tensor conv2d(const Tensor& weight, const Tensor& bias = {}, Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1},
+                int64_t groups = 1) const;
+  // x [N, C_in, H, W], weight [C_in, C_out / groups, kH, kW] (as PyTorch).
+  Tensor conv_transpose2d(const Tensor& weight, const Tensor& bias = {}, Pair stride = {1, 1}, Pair padding = {0, 0}, Pair output_padding = {0, 0},
+                          Pair dilation = {1, 1}, int64_t groups = 1) const;
+  // x [N, C, H, W]; stride {0, 0} means the kernel size. Padding counts as -inf for max.
+  Tensor max_pool2d(Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0}, Pair dilation = {1, 1}) const;
+  Tensor avg_pool2d(Pair kernel, Pair stride = {0, 0}, Pair padding = {0, 0}, bool count_include_pad = true) const;
+  Tensor triu(int64_t diagonal = 0) const;  // last two axes
   Tensor tril(int64_t diagonal = 0) const;
   // Rotary position embedding, half-split form (Hugging Face's rotate_half): this is [..., tokens,
   // head_dim] at positions start_pos, start_pos + 1, ...; pair (i, i + head_dim/2) turns by

@@ -370,5 +370,106 @@ TEST_CASE("tensor: matmul, linear, norms, triangles and attention") {
   }
 }
 
+// Direct convolution on the host: out[n, o, y, x] = sum over (c, i, j) of in[n, g*cg + c, y*s - p + i*d, x*s - p + j*d] * w[o, c, i, j].
+Host host_conv2d(const Host& x, const Host& w, int64_t s, int64_t p, int64_t d, int64_t groups) {
+  int64_t n = x.shape[0], cin = x.shape[1], h = x.shape[2], wd = x.shape[3], cout = w.shape[0], kh = w.shape[2], kw = w.shape[3];
+  int64_t oh = (h + 2 * p - d * (kh - 1) - 1) / s + 1, ow = (wd + 2 * p - d * (kw - 1) - 1) / s + 1, cg = cin / groups, og = cout / groups;
+  Host r{{n, cout, oh, ow}, std::vector<double>(static_cast<size_t>(n * cout * oh * ow))};
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          double acc = 0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                int64_t iy = y * s - p + i * d, ix = xx * s - p + j * d;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                acc += x.v[((b * cin + (o / og) * cg + c) * h + iy) * wd + ix] * w.v[((o * cg + c) * kh + i) * kw + j];
+              }
+          r.v[((b * cout + o) * oh + y) * ow + xx] = acc;
+        }
+  return r;
+}
+
+// Transposed convolution by scattering: every input element adds w times itself to the outputs it reaches.
+Host host_conv_transpose2d(const Host& x, const Host& w, int64_t s, int64_t p, int64_t op, int64_t d, int64_t groups) {
+  int64_t n = x.shape[0], cin = x.shape[1], h = x.shape[2], wd = x.shape[3], og = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+  int64_t cout = og * groups, cg = cin / groups;
+  int64_t oh = (h - 1) * s - 2 * p + d * (kh - 1) + op + 1, ow = (wd - 1) * s - 2 * p + d * (kw - 1) + op + 1;
+  Host r{{n, cout, oh, ow}, std::vector<double>(static_cast<size_t>(n * cout * oh * ow))};
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t c = 0; c < cin; ++c)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t xx = 0; xx < wd; ++xx)
+          for (int64_t o = 0; o < og; ++o)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                int64_t ty = y * s - p + i * d, tx = xx * s - p + j * d;
+                if (ty < 0 || ty >= oh || tx < 0 || tx >= ow) continue;
+                r.v[((b * cout + (c / cg) * og + o) * oh + ty) * ow + tx] +=
+                    x.v[((b * cin + c) * h + y) * wd + xx] * w.v[((c * og + o) * kh + i) * kw + j];
+              }
+  return r;
+}
+
+Host host_pool(const Host& x, int64_t k, int64_t s, int64_t p, bool max, bool include_pad) {
+  int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+  int64_t oh = (h + 2 * p - k) / s + 1, ow = (wd + 2 * p - k) / s + 1;
+  Host r{{n, c, oh, ow}, {}};
+  for (int64_t b = 0; b < n * c; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xx = 0; xx < ow; ++xx) {
+        double acc = max ? -INFINITY : 0;
+        int count = 0;
+        for (int64_t i = 0; i < k; ++i)
+          for (int64_t j = 0; j < k; ++j) {
+            int64_t iy = y * s - p + i, ix = xx * s - p + j;
+            bool in = iy >= 0 && iy < h && ix >= 0 && ix < wd;
+            count += in || include_pad;
+            if (!in) continue;
+            double v = x.v[(b * h + iy) * wd + ix];
+            acc = max ? std::max(acc, v) : acc + v;
+          }
+        r.v.push_back(max ? acc : acc / count);
+      }
+  return r;
+}
+
+TEST_CASE("tensor: conv2d, conv_transpose2d and pooling") {
+  for (const std::string& dev : test_devices()) {
+    INFO("device " << dev);
+    Host x = random_host({2, 4, 9, 7}, 1);
+    Tensor tx = upload(x, dev);
+    struct Conv {
+      int64_t cout, k, s, p, d, groups;
+    };
+    for (Conv c : {Conv{3, 3, 1, 0, 1, 1}, Conv{6, 3, 2, 1, 1, 2}, Conv{4, 2, 1, 2, 2, 4}, Conv{5, 1, 3, 0, 1, 1}}) {
+      INFO("conv2d cout " << c.cout << " k " << c.k << " stride " << c.s << " pad " << c.p << " dilation " << c.d << " groups " << c.groups);
+      Host w = random_host({c.cout, 4 / c.groups, c.k, c.k}, 2), b = random_host({c.cout}, 3);
+      Tensor y = tx.conv2d(upload(w, dev), upload(b, dev), {c.s, c.s}, {c.p, c.p}, {c.d, c.d}, c.groups);
+      Host want = host_conv2d(x, w, c.s, c.p, c.d, c.groups);
+      for (int64_t k = 0; k < want.numel(); ++k) want.v[k] += b.v[unravel(k, want.shape)[1]];
+      check_close(y, want, 1e-5, 1e-5);
+      y.realize();
+      CHECK(tensor::last_realize().kernels == 1);
+    }
+    struct Deconv {
+      int64_t cout_per_group, k, s, p, op, d, groups;
+    };
+    for (Deconv c : {Deconv{3, 3, 2, 1, 1, 1, 1}, Deconv{2, 2, 1, 0, 0, 2, 2}, Deconv{1, 3, 3, 2, 2, 1, 4}}) {
+      INFO("conv_transpose2d k " << c.k << " stride " << c.s << " pad " << c.p << " output_padding " << c.op << " dilation " << c.d << " groups "
+                                 << c.groups);
+      Host w = random_host({4, c.cout_per_group, c.k, c.k}, 4);
+      Tensor y = tx.conv_transpose2d(upload(w, dev), {}, {c.s, c.s}, {c.p, c.p}, {c.op, c.op}, {c.d, c.d}, c.groups);
+      check_close(y, host_conv_transpose2d(x, w, c.s, c.p, c.op, c.d, c.groups), 1e-5, 1e-5);
+    }
+    check_close(tx.max_pool2d({3, 3}, {2, 2}, {1, 1}), host_pool(x, 3, 2, 1, true, true));
+    check_close(tx.max_pool2d({2, 2}), host_pool(x, 2, 2, 0, true, true));
+    check_close(tx.avg_pool2d({3, 3}, {2, 2}, {1, 1}), host_pool(x, 3, 2, 1, false, true), 1e-6, 1e-6);
+    check_close(tx.avg_pool2d({3, 3}, {2, 2}, {1, 1}, false), host_pool(x, 3, 2, 1, false, false), 1e-6, 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace ugpu::test
