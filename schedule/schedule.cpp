@@ -82,6 +82,7 @@ class Marker {
     if (fresh) {
       plans.push_back({n, {}});
       work_.push_back(it->second);
+      grew_ = true;
     }
     return it->second;
   }
@@ -90,6 +91,10 @@ class Marker {
   // nodes (and then every kernel is marked again, since what it inlines changed).
   void run() {
     for (;;) {
+      inlined_.clear();
+      work_.clear();
+      for (size_t k = 0; k < plans.size(); ++k) plans[k].deps.clear(), work_.push_back(k);
+      grew_ = false;
       while (!work_.empty()) {
         size_t k = work_.back();
         work_.pop_back();
@@ -97,15 +102,15 @@ class Marker {
         const UOp root = plans[k].root;
         visit(root.op() == Op::CONTIGUOUS ? root.src(0) : root, false, false, k, root.get());
       }
+      if (grew_) continue;  // kernels marked before a new buffer boundary appeared inline too much: again
       group();
       if (!realize_shared()) return;
-      for (size_t k = 0; k < plans.size(); ++k) plans[k].deps.clear(), work_.push_back(k);
-      inlined_.clear();
     }
   }
 
  private:
   std::vector<size_t> work_;
+  bool grew_ = false;
   std::unordered_set<uint64_t> seen_;  // (node, flags) visited for the kernel being marked
   struct Inlined {
     UOp node;
@@ -227,8 +232,21 @@ class Marker {
       for (size_t p : groups[g]) group_of[p] = g;
   }
 
-  // ALU and movement ops computing n inside a kernel, up to buffers and reductions; stops counting
-  // past the limit.
+  // The ALU ops computing n inside a kernel, up to buffers and reductions, weighted by op_cost();
+  // stops counting past kRecomputeLimit.
+  static int64_t op_cost(Op op) {
+    switch (op) {
+      case Op::EXP2:
+      case Op::LOG2:
+      case Op::SIN:
+      case Op::POW: return 8;
+      case Op::SQRT:
+      case Op::RECIPROCAL:
+      case Op::FDIV: return 4;
+      default: return 1;
+    }
+  }
+
   int64_t inline_cost(const UOp& n) const {
     std::vector<const UOp*> stack{&n};
     std::unordered_set<NodeP> seen;
@@ -237,7 +255,7 @@ class Marker {
       const UOp* u = stack.back();
       stack.pop_back();
       if (!seen.insert(u->get()).second || (u != &n && (index.count(u->get()) || u->op() == Op::REDUCE_AXIS))) continue;
-      if (is_alu(u->op())) ++cost;
+      if (is_alu(u->op())) cost += op_cost(u->op());
       for (const UOp& s : u->src()) stack.push_back(&s);
     }
     return cost;
@@ -277,7 +295,8 @@ class Marker {
     if (n.get() != root) {
       if (index.count(n.get())) return dep(k, n);
       if (is_buffer_view(n)) return;
-      bool realize = op == Op::CONTIGUOUS || (op == Op::REDUCE_AXIS && (expanded || in_reduce));
+      bool realize =
+          op == Op::CONTIGUOUS || (op == Op::REDUCE_AXIS && (expanded || in_reduce)) || (expanded && is_alu(op) && inline_cost(n) > kBroadcastLimit);
       if (realize) {
         add(n);
         return dep(k, n);
@@ -307,6 +326,10 @@ struct VecHash {
 class KernelWriter {
  public:
   KernelWriter(const std::unordered_map<NodeP, int64_t>& buffer_ids) : ids_(buffer_ids) {}
+
+  // Reductions this kernel computes at more than one place of their output (as the two halves of a
+  // rotary embedding read a projection): each would be a loop per place, so they become buffers.
+  std::vector<UOp> repeated;
 
   // One kernel storing every output (roots of one shape) at the same loops; the outputs take slots
   // 0, 1, ... in order.
@@ -354,7 +377,8 @@ class KernelWriter {
   std::unordered_map<int64_t, UOp> defines_;
   std::unordered_map<std::vector<const void*>, UOp, VecHash> memo_;
   int64_t next_axis_ = 0;
-  std::unordered_set<NodeP> roots_;  // what this kernel stores (computed here, not loaded)
+  std::unordered_set<NodeP> roots_;                                        // what this kernel stores (computed here, not loaded)
+  std::unordered_map<NodeP, std::pair<std::vector<UOp>, UOp>> reduce_at_;  // where each reduction was computed first
   bool has_reduce_ = false;
 
   UOp define(int64_t id, DType dt) {
@@ -487,6 +511,8 @@ class KernelWriter {
       }
       case Op::REDUCE_AXIS: {
         has_reduce_ = true;
+        if (auto [it, fresh] = reduce_at_.try_emplace(n.get(), idx, valid); !fresh && (it->second.first != idx || it->second.second != valid))
+          repeated.push_back(n);
         const auto& a = n.arg_as<ReduceAxisArg>();
         const Shape& in = shape_of(n.src(0));
         std::vector<UOp> i2 = idx, ranges;
@@ -557,41 +583,50 @@ Schedule make_schedule(std::span<const UOp> roots, const std::function<int64_t()
     m.add(r);
     is_root.insert(r.get());
   }
-  m.run();
-
+  // Kernels are written after marking; a reduction a kernel reads at several places of its output
+  // (as the two halves of a rotary embedding read one projection) would be a loop per place, so it
+  // becomes a buffer and everything is marked and written again.
   Schedule s;
   std::unordered_map<NodeP, int64_t> ids;
-  std::unordered_map<int64_t, size_t> buffer_index;  // id -> index in s.buffers
-  for (const auto& g : m.groups)
-    for (size_t p : g) {
-      const UOp& r = m.plans[p].root;
-      NewBuffer b{new_id(), r.dtype(), product(shape_of(r)), is_root.count(r.get()) > 0};
-      ids[r.get()] = b.id;
-      buffer_index[b.id] = s.buffers.size();
-      s.buffers.push_back(b);
-    }
   std::vector<Interval> live;
-  std::unordered_map<int64_t, size_t> live_of;  // intermediate id -> its interval
-  for (const auto& g : m.groups) {
-    std::vector<std::pair<UOp, int64_t>> outs;
-    for (size_t p : g)
-      if (product(shape_of(m.plans[p].root)) != 0) outs.push_back({m.plans[p].root, ids.at(m.plans[p].root.get())});
-    if (outs.empty()) continue;  // nothing to compute
-    KernelWriter w(ids);
-    ScheduledKernel sk = w.write(outs);
-    size_t at = s.kernels.size();
-    for (size_t slot = 0; slot < sk.slots.size(); ++slot) {
-      int64_t id = sk.slots[slot];
-      auto bi = buffer_index.find(id);
-      if (bi == buffer_index.end() || s.buffers[bi->second].output) continue;  // inputs from outside, outputs
-      if (slot < sk.outputs) {
-        live_of[id] = live.size();
-        live.push_back({bi->second, at, at, s.buffers[bi->second].count * s.buffers[bi->second].dtype.itemsize()});
-      } else {
-        live[live_of.at(id)].last = at;
+  for (bool again = true; again;) {
+    m.run();
+    s = Schedule{};
+    ids.clear(), live.clear();
+    std::unordered_map<int64_t, size_t> buffer_index;  // id -> index in s.buffers
+    for (const auto& g : m.groups)
+      for (size_t p : g) {
+        const UOp& r = m.plans[p].root;
+        NewBuffer b{new_id(), r.dtype(), product(shape_of(r)), is_root.count(r.get()) > 0};
+        ids[r.get()] = b.id;
+        buffer_index[b.id] = s.buffers.size();
+        s.buffers.push_back(b);
       }
+    std::unordered_map<int64_t, size_t> live_of;  // intermediate id -> its interval
+    again = false;
+    for (const auto& g : m.groups) {
+      std::vector<std::pair<UOp, int64_t>> outs;
+      for (size_t p : g)
+        if (product(shape_of(m.plans[p].root)) != 0) outs.push_back({m.plans[p].root, ids.at(m.plans[p].root.get())});
+      if (outs.empty()) continue;  // nothing to compute
+      KernelWriter w(ids);
+      ScheduledKernel sk = w.write(outs);
+      for (const UOp& r : w.repeated)
+        if (!m.index.count(r.get())) m.add(r), again = true;
+      size_t at = s.kernels.size();
+      for (size_t slot = 0; slot < sk.slots.size(); ++slot) {
+        int64_t id = sk.slots[slot];
+        auto bi = buffer_index.find(id);
+        if (bi == buffer_index.end() || s.buffers[bi->second].output) continue;  // inputs from outside, outputs
+        if (slot < sk.outputs) {
+          live_of[id] = live.size();
+          live.push_back({bi->second, at, at, s.buffers[bi->second].count * s.buffers[bi->second].dtype.itemsize()});
+        } else {
+          live[live_of.at(id)].last = at;
+        }
+      }
+      s.kernels.push_back(std::move(sk));
     }
-    s.kernels.push_back(std::move(sk));
   }
   plan_memory(s, live);
   for (const NewBuffer& b : s.buffers)

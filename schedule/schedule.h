@@ -48,8 +48,13 @@ struct Schedule {
   int64_t output_bytes = 0;
 };
 
-// The recompute rule: an elementwise value that more than one kernel needs is computed in each of
-// them, unless it costs more than this many ops (then it is computed once into a buffer).
+// Costs of computing an elementwise value inside a kernel count its ALU ops: a transcendental (EXP2,
+// LOG2, SIN, POW) 8, SQRT, RECIPROCAL and FDIV 4, the others 1.
+// The broadcast rule: a value a kernel reads through a broadcast (EXPAND), and so would compute again
+// for every copy, is computed once into a buffer when it costs more than this.
+inline constexpr int64_t kBroadcastLimit = 8;
+// The recompute rule: a value that more than one kernel needs is computed in each of them, unless it
+// costs more than this (then it is computed once into a buffer).
 inline constexpr int64_t kRecomputeLimit = 32;
 
 // Every allocation in the arena starts at a multiple of this (above codegen::kBufferAlignment).
