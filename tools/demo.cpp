@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "drivers/devices.h"
 #include "hcq/profiler.h"
+#include "tensor/examples.h"
 #include "tools/runner.h"
 
 namespace ugpu::tools {
@@ -35,6 +36,32 @@ KernelResult check_kernel(hcq::Device& dev, const codegen::BuiltinKernel& k) {
   return r;
 }
 
+// The tensor layer end to end: a model's forward through the scheduler, codegen and the device's
+// queues, against the same model computed in double precision on the host.
+struct ModelResult {
+  size_t kernels = 0;
+  double ms = 0, worst = 0;
+  bool ok = false;
+};
+template <class Model>
+ModelResult check_model(const Model& m, const tensor::Tensor& x) {
+  ModelResult r;
+  auto start = std::chrono::steady_clock::now();
+  tensor::Tensor y = m.forward(x).realize();
+  r.kernels = tensor::last_realize().kernels;
+  tensor::device(y.device()).synchronize();
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  tensor::examples::HostArray got = tensor::examples::to_host(y);
+  tensor::examples::HostArray want = m.reference(tensor::examples::to_host(x));
+  r.ok = got.v.size() == want.v.size();
+  for (size_t i = 0; r.ok && i < got.v.size(); ++i) {
+    double err = std::abs(got.v[i] - want.v[i]) / (1 + std::abs(want.v[i]));
+    r.worst = std::max(r.worst, err);
+    r.ok = !(err > 1e-4);  // NaN fails too
+  }
+  return r;
+}
+
 std::string human_bytes(uint64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1u << 30));
@@ -45,7 +72,7 @@ std::string human_bytes(uint64_t b) {
 
 int demo(const std::string& device, const std::string& trace) {
   drivers::DefaultDevice choice = device.empty() ? drivers::default_device() : drivers::DefaultDevice{device, "chosen with --device"};
-  auto dev = drivers::open_device(choice.name);
+  hcq::Device* dev = &tensor::device(choice.name);  // shared with the tensor part below
   hcq::DeviceInfo info = dev->info();
   std::printf("ugpu demo: every built-in kernel on %s (%s), %s; every result checked against its host reference\n", dev->name().c_str(),
               choice.why.c_str(), (info.arch + ", " + info.interface + ", " + human_bytes(info.memory)).c_str());
@@ -75,6 +102,34 @@ int demo(const std::string& device, const std::string& trace) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n%s: %d kernels passed, %d failed%s in %.2f s (compiling included)\n", dev->name().c_str(), passed, failed,
               not_run ? (", " + std::to_string(not_run) + " not run (GPU only)").c_str() : "", secs);
+
+  // Models written with tensors: scheduled into kernels, compiled, and run on the same device.
+  std::printf("\nmodels from tensors (scheduler -> codegen -> %s), checked against a double-precision host reference; ms includes compiling\n",
+              dev->name().c_str());
+  std::printf("\n  %-30s %7s %10s %12s  %s\n", "model", "kernels", "ms", "max error", "result");
+  int models_failed = 0;
+  auto report = [&](const char* name, auto run) {
+    try {
+      ModelResult r = run();
+      std::printf("  %-30s %7zu %10.2f %12.2e  %s\n", name, r.kernels, r.ms, r.worst, r.ok ? "ok" : "WRONG");
+      models_failed += !r.ok;
+    } catch (const Error& e) {
+      std::printf("  %-30s FAILED: %s\n", name, e.what());
+      ++models_failed;
+    }
+  };
+  if (!dev->failed()) {
+    const std::string& d = dev->name();
+    report("mlp 8x64 -> 128 -> 10", [&] {
+      auto m = tensor::examples::Mlp::random(64, 128, 10, 7, d);
+      return check_model(m, tensor::Tensor::randn({8, 64}, 8, tensor::dtypes::float32, d).realize());
+    });
+    report("llama block dim 64, 16 tokens", [&] {
+      auto b = tensor::examples::TransformerBlock::random(64, 4, 2, 128, 9, d);
+      return check_model(b, tensor::Tensor::randn({1, 16, 64}, 10, tensor::dtypes::float32, d).realize());
+    });
+  }
+  failed += models_failed;
   if (profiler) {
     dev->synchronize();
     profiler->write(trace);
