@@ -1,6 +1,7 @@
 // The scheduler and realize: fusion by kernel counts, the memory plan, the example models against
 // their host references, Jit replay, variables, and the errors a user acts on.
 #include <map>
+#include <numeric>
 #include <random>
 
 #include "schedule/schedule.h"
@@ -143,6 +144,18 @@ TEST_CASE("schedule: an MLP and a transformer block forward match their host ref
     CHECK(last_realize().arena_bytes == 5712);
     check_close(y, block.reference({xb.shape, xb.v}), 1e-4, 1e-5);
   }
+}
+
+TEST_CASE("tensor: the README's example runs as written, in 5 kernels") {
+  Tensor x = Tensor::randn({8, 64}, /*seed*/ 1).realize();
+  Tensor w1 = (Tensor::randn({128, 64}, 2) * 0.1).realize(), b1 = Tensor::zeros({128});
+  Tensor w2 = (Tensor::randn({10, 128}, 3) * 0.1).realize();
+  Tensor probs = x.linear(w1, b1).gelu().linear(w2).softmax(-1);
+  probs.realize();
+  CHECK(last_realize().kernels == 5);
+  std::vector<float> p = probs.to_vector<float>();
+  REQUIRE(p.size() == 80);
+  for (int r = 0; r < 8; ++r) CHECK(std::accumulate(p.begin() + r * 10, p.begin() + r * 10 + 10, 0.0) == doctest::Approx(1.0).epsilon(1e-5));
 }
 
 TEST_CASE("jit: replays equal eager results, with new inputs and a new position variable") {
