@@ -1,4 +1,5 @@
-// The scheduler: which nodes become buffers, one kernel per buffer, their order and the memory plan.
+// The scheduler: which nodes become buffers, the kernels that compute them (several outputs of the
+// same loops in one), their order and the memory plan.
 // The rules are written down in docs/tensor.md; this file is their only implementation.
 #include "schedule/schedule.h"
 
@@ -124,7 +125,7 @@ class Marker {
   }
 
  public:
-  // Kernels: plans sharing one (a multi-output kernel) when their outputs have the same shape and
+  // Kernels: plans sharing one (a multi-output kernel) when their outputs run the same loops and
   // neither needs the other, in an order that respects their dependencies.
   std::vector<std::vector<size_t>> groups;
   std::vector<size_t> group_of;
@@ -286,7 +287,7 @@ class Marker {
 
   // expanded: the value reaching the kernel's store is broadcast from this node's; in_reduce: it is
   // inside a reduction the kernel computes.
-  void visit(const UOp& n, bool expanded, bool in_reduce, size_t k, NodeP root) {
+  void visit(const UOp& n, bool expanded, bool in_reduce, size_t k, NodeP root, int64_t depth = 0) {
     uint64_t key = reinterpret_cast<uintptr_t>(n.get()) * 4 + (expanded ? 2 : 0) + (in_reduce ? 1 : 0);
     if (!seen_.insert(key).second) return;
     check_tensor_op(n);
@@ -295,21 +296,21 @@ class Marker {
     if (n.get() != root) {
       if (index.count(n.get())) return dep(k, n);
       if (is_buffer_view(n)) return;
-      bool realize =
-          op == Op::CONTIGUOUS || (op == Op::REDUCE_AXIS && (expanded || in_reduce)) || (expanded && is_alu(op) && inline_cost(n) > kBroadcastLimit);
+      bool realize = op == Op::CONTIGUOUS || (op == Op::REDUCE_AXIS && (expanded || in_reduce)) ||
+                     (expanded && is_alu(op) && inline_cost(n) > kBroadcastLimit) || depth > kMaxFusedDepth;
       if (realize) {
         add(n);
         return dep(k, n);
       }
     }
     if (n.get() != root && (op == Op::REDUCE_AXIS || is_alu(op))) count_inline(n, k);
-    if (op == Op::REDUCE_AXIS) return visit(n.src(0), false, true, k, root);
-    if (op == Op::EXPAND) return visit(n.src(0), expanded || expands(n), in_reduce, k, root);
+    if (op == Op::REDUCE_AXIS) return visit(n.src(0), false, true, k, root, depth + 1);
+    if (op == Op::EXPAND) return visit(n.src(0), expanded || expands(n), in_reduce, k, root, depth + 1);
     if (op == Op::GATHER) {  // the input is read at data-dependent places, maybe many times each
-      visit(n.src(0), true, in_reduce, k, root);
-      return visit(n.src(1), expanded, in_reduce, k, root);
+      visit(n.src(0), true, in_reduce, k, root, depth + 1);
+      return visit(n.src(1), expanded, in_reduce, k, root, depth + 1);
     }
-    for (const UOp& s : n.src()) visit(s, expanded, in_reduce, k, root);
+    for (const UOp& s : n.src()) visit(s, expanded, in_reduce, k, root, depth + 1);
   }
 };
 

@@ -57,6 +57,10 @@ inline constexpr int64_t kBroadcastLimit = 8;
 // costs more than this (then it is computed once into a buffer).
 inline constexpr int64_t kRecomputeLimit = 32;
 
+// A kernel inlines at most this many levels of ops below its store; a deeper value becomes a buffer
+// (so a chain of any length schedules, in kernels of bounded depth, without deep recursion).
+inline constexpr int64_t kMaxFusedDepth = 256;
+
 // Every allocation in the arena starts at a multiple of this (above codegen::kBufferAlignment).
 inline constexpr int64_t kArenaAlignment = 256;
 

@@ -224,8 +224,10 @@ TEST_CASE("tensor: errors name the operation and what did not fit") {
 TEST_CASE("tensor: long chains build, schedule and free without deep recursion") {
   Tensor x = Tensor::ones({4}, dt::float32, "cpu");
   Tensor y = x;
-  for (int i = 0; i < 2000; ++i) y = y + 1.0;
-  check_close(y, Host{{4}, std::vector<double>(4, 2001)});
+  for (int i = 0; i < 5000; ++i) y = y + 1.0;
+  y.realize();
+  CHECK(last_realize().kernels == 21);  // cut below every kMaxFusedDepth (256) levels: 5000 / 257, rounded up
+  check_close(y, Host{{4}, std::vector<double>(4, 5001)});
   Tensor z = x;
   for (int i = 0; i < 200000; ++i) z = z * 1.0;  // built and dropped, never realized
   z = Tensor();
