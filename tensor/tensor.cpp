@@ -46,6 +46,12 @@ int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int
 
 Tensor Tensor::from_uop(UOp u, const std::string& device, std::span<const Tensor* const> keep) {
   if (!u.shape()) throw Error("a tensor graph node needs a shape: " + std::string(ir::op_name(u.op())));
+  int64_t elements = 1;
+  for (int64_t d : *u.shape()) {
+    if (d < 0) throw Error("a tensor shape " + shape_text(*u.shape()) + " has a negative dimension");
+    if (d != 0 && elements > (int64_t{1} << 48) / d) throw Error("a tensor shape " + shape_text(*u.shape()) + " has more than 2^48 elements");
+    elements *= d;
+  }
   auto n = std::make_shared<LazyNode>();
   n->uop = std::move(u);
   n->device = device.empty() ? default_device() : device;
@@ -287,6 +293,25 @@ Tensor Tensor::mod(const Tensor& o) const {
   if (dt.is_float()) return sub(div(o).floor() * o);
   if (dt.is_bool()) dt = dtypes::int32;
   return binary(*this, o, Op::FLOORMOD, "mod", dt);
+}
+Tensor Tensor::div_trunc(const Tensor& o) const {
+  DType dt = ir::least_upper_dtype(dtype(), o.dtype());
+  if (dt.is_float()) return div(o).trunc();
+  if (dt.is_bool()) dt = dtypes::int32;
+  return binary(*this, o, Op::CDIV, "div_trunc", dt);
+}
+Tensor Tensor::fmod(const Tensor& o) const {
+  DType dt = ir::least_upper_dtype(dtype(), o.dtype());
+  if (dt.is_float()) return sub(div(o).trunc() * o);
+  if (dt.is_bool()) dt = dtypes::int32;
+  return binary(*this, o, Op::CMOD, "fmod", dt);
+}
+Tensor Tensor::fma(const Tensor& b, const Tensor& c) const {
+  DType dt = ir::least_upper_dtype(ir::least_upper_dtype(dtype(), b.dtype()), c.dtype());
+  if (dt.is_bool()) fail("fma", "takes numbers, not bool");
+  Shape s = broadcast_shape(broadcast_shape(shape(), b.shape(), "fma"), c.shape(), "fma");
+  Tensor x = broadcast_to(cast(dt), s), y = broadcast_to(b.cast(dt), s), z = broadcast_to(c.cast(dt), s);
+  return make(UOp::make(Op::MULACC, dt, {x.uop(), y.uop(), z.uop()}), {&x, &y, &z});
 }
 Tensor Tensor::maximum(const Tensor& o) const {
   if (dtype().is_bool() && o.dtype().is_bool()) return bitwise_or(o);

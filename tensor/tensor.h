@@ -99,9 +99,12 @@ class Tensor {
   Tensor add(const Tensor& o) const;
   Tensor sub(const Tensor& o) const;
   Tensor mul(const Tensor& o) const;
-  Tensor div(const Tensor& o) const;       // true division: integers give float32
-  Tensor floordiv(const Tensor& o) const;  // integers: rounds toward -inf, as Python's //
-  Tensor mod(const Tensor& o) const;       // integers: the sign of the divisor, as Python's %
+  Tensor div(const Tensor& o) const;                   // true division: integers give float32
+  Tensor floordiv(const Tensor& o) const;              // integers: rounds toward -inf, as Python's //
+  Tensor mod(const Tensor& o) const;                   // integers: the sign of the divisor, as Python's %
+  Tensor div_trunc(const Tensor& o) const;             // rounds toward 0, as C's / (torch's rounding_mode="trunc")
+  Tensor fmod(const Tensor& o) const;                  // the sign of the dividend, as C's % and fmod
+  Tensor fma(const Tensor& b, const Tensor& c) const;  // this * b + c
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor pow(const Tensor& o) const;

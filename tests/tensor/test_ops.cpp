@@ -59,6 +59,11 @@ TEST_CASE("tensor: unary float operations match the host in float32 and half") {
       Tensor r = c.op(th);
       CHECK(r.dtype() == dt::half);
       check_close(r, map1(hh, c.ref), 2e-3, std::max(c.atol, 1e-4));
+      // bfloat16 (8 bits of mantissa) and float64.
+      Tensor tb = upload(h, dev, dt::bfloat16);
+      Host hb{h.shape, values(tb)};
+      check_close(c.op(tb), map1(hb, c.ref), 1.6e-2, std::max(c.atol, 1e-2));
+      check_close(c.op(upload(h, dev, dt::float64)), map1(h, c.ref), 1e-9, c.atol);
     }
   }
 }
@@ -112,6 +117,20 @@ TEST_CASE("tensor: integer and mixed-dtype arithmetic") {
     check_close(ta.bitwise_xor(tb), map2(a, b, [](double x, double y) { return double(int32_t(x) ^ int32_t(y)); }));
     check_close(ta.lshift(3).rshift(1), map1(a, [](double x) { return double((int32_t(x) * 8) >> 1); }));
     check_close(ta.abs().minimum(tb), map2(a, b, [](double x, double y) { return std::min(std::abs(x), y); }));
+    check_close(ta.div_trunc(tb), map2(a, b, [](double x, double y) { return std::trunc(x / y); }));
+    check_close(ta.fmod(-tb), map2(a, b, [](double x, double y) { return std::fmod(x, -y); }));
+    check_close(ta.fma(tb, ta), map2(a, b, [](double x, double y) { return x * y + x; }));
+    Tensor fa = upload(a, dev), fb = upload(b, dev);
+    check_close(fa.div_trunc(fb), map2(a, b, [](double x, double y) { return std::trunc(static_cast<float>(x) / static_cast<float>(y)); }));
+    check_close(fa.fmod(fb), map2(a, b, [](double x, double y) { return std::fmod(x, y); }), 1e-5, 1e-5);
+    check_close(fa.fma(fb, fa), map2(a, b, [](double x, double y) { return x * y + x; }), 1e-6, 1e-6);
+    // Half sums accumulate in float (rounded once at the end); integer reductions in 32 bits.
+    Host hs = random_host({3, 129}, 5, -1, 1);
+    Tensor th = upload(hs, dev, dt::half);
+    Host hsr{hs.shape, values(th)};
+    check_close(th.sum({1}), reduce(hsr, {1}, 0, [](double x, double y) { return x + y; }), 2e-3, 2e-2);
+    check_close(th.max({1}), reduce(hsr, {1}, -INFINITY, [](double x, double y) { return std::max(x, y); }));
+    CHECK(upload(a, dev, dt::int8).sum({1}).dtype() == dt::int32);
     // Promotion: int8 + uint8 -> int16; int + float number -> float32; uint8 * int number stays uint8 (and wraps).
     Tensor i8 = upload(a, dev, dt::int8), u8 = upload(map1(a, [](double x) { return std::abs(x); }), dev, dt::uint8);
     CHECK((i8 + u8).dtype() == dt::int16);

@@ -219,6 +219,9 @@ TEST_CASE("tensor: errors name the operation and what did not fit") {
   CHECK_THROWS_WITH(a + on_amd, doctest::Contains("device mismatch: a tensor on emu:amd and one on cpu"));
   CHECK_THROWS_WITH(Tensor::empty({int64_t{1} << 40}, dt::float32, "emu:amd").realize(), doctest::Contains("out of device memory on emu:amd"));
   CHECK_THROWS_WITH(Tensor::zeros({2}, dt::float32, "no-such-device").realize(), doctest::Contains("no-such-device"));
+  CHECK_THROWS_WITH(Tensor::zeros({int64_t{1} << 40, int64_t{1} << 40}, dt::float32, "cpu"), doctest::Contains("more than 2^48 elements"));
+  CHECK_THROWS_WITH(a.reshape({1, 6}).expand({-2, 6}), doctest::Contains("negative dimension"));
+  CHECK_THROWS_WITH(a.pad({{-3, 0}}), doctest::Contains("removes more than axis 0 has"));
 }
 
 TEST_CASE("tensor: long chains build, schedule and free without deep recursion") {
