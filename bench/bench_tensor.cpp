@@ -2,7 +2,8 @@
 //   bench-tensor [--device D] [--dim 256] [--heads 8] [--kv-heads 4] [--hidden 688] [--tokens 64] [--reps 10]
 // Figures: the scheduler's time (tensor graph -> kernel graphs) per block and per kernel, the
 // kernels per block, the block forward end to end (graph building, scheduling, launch, wait; kernels
-// compiled in a warm-up) and replayed through a Jit; then, where PyTorch for the CPU is installed
+// compiled in a warm-up) and replayed through a Jit; the fixed cost of a one-kernel realize and of
+// its Jit replay; then, where PyTorch for the CPU is installed
 // (Debian python3-torch; scripts/setup --tests), the same block with the same weights and thread
 // count in PyTorch (bench/torch_block.py), the ratio, and the largest difference of the outputs.
 // The peer to beat for scheduling: tinygrad takes milliseconds of Python per kernel; the aim here is
@@ -152,6 +153,24 @@ int main(int argc, char** argv) {
       if (r >= 2) jit_best = std::min(jit_best, ms_since(t0));
     }
     std::printf("block_forward_jit_ms: %.3f ms\n", jit_best);
+
+    // The fixed cost of one small realize (a cached kernel: graph, schedule, launch, wait) and of a
+    // Jit replay of it.
+    Tensor a = Tensor::ones({16}, dtypes::float32, dev).realize(), b = Tensor::ones({16}, dtypes::float32, dev).realize();
+    double add_best = 1e300, add_jit_best = 1e300;
+    Jit add_jit([](const std::vector<Tensor>& in, const Jit::Vars&) { return std::vector<Tensor>{in[0] + in[1]}; });
+    for (int r = 0; r < 200; ++r) {
+      t0 = Clock::now();
+      (a + b).realize();
+      device(dev).synchronize();
+      add_best = std::min(add_best, ms_since(t0));
+      t0 = Clock::now();
+      add_jit({a, b});
+      device(dev).synchronize();
+      if (r >= 2) add_jit_best = std::min(add_jit_best, ms_since(t0));
+    }
+    std::printf("realize_us_add: %.1f us\n", add_best * 1000);
+    std::printf("jit_replay_us_add: %.1f us\n", add_jit_best * 1000);
 
     int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (dev != "cpu") {

@@ -37,7 +37,7 @@ struct Registry {
   int64_t next_id = 1;
   RealizeStats last;
   size_t kernels_run = 0;
-  int debug = -1;
+  std::atomic<int> debug{-1};
 };
 
 // Never destroyed: tensors in static storage may release buffers at any point of the exit.
@@ -119,7 +119,7 @@ int debug_level() {
     const char* e = std::getenv("UGPU_DEBUG");
     r.debug = e ? std::atoi(e) : 0;
   }
-  return r.debug;
+  return r.debug.load();
 }
 const RealizeStats& last_realize() { return reg().last; }
 size_t kernels_run() { return reg().kernels_run; }
@@ -157,7 +157,7 @@ std::shared_ptr<hcq::Program> program_for(hcq::Device& dev, const schedule::Sche
 thread_local Capture* t_capture = nullptr;
 
 // Variables bound in the graphs of `ts` (name -> value); two values for one name is an error.
-std::map<std::string, int64_t> bindings(const std::vector<Tensor*>& ts, const std::vector<const LazyNode*>& roots) {
+std::map<std::string, int64_t> bindings(const std::vector<const LazyNode*>& roots) {
   std::map<std::string, int64_t> out;
   std::vector<const LazyNode*> stack(roots.begin(), roots.end());
   std::unordered_set<const LazyNode*> seen;
@@ -173,7 +173,6 @@ std::map<std::string, int64_t> bindings(const std::vector<Tensor*>& ts, const st
     }
     for (const auto& s : n->srcs) stack.push_back(s.get());
   }
-  (void)ts;
   return out;
 }
 
@@ -203,7 +202,7 @@ struct Realizer {
     std::vector<UOp> roots;
     std::vector<const LazyNode*> nodes;
     for (Tensor* t : ts) roots.push_back(t->uop()), nodes.push_back(t->h_->node.get());
-    std::map<std::string, int64_t> vars = bindings(ts, nodes);
+    std::map<std::string, int64_t> vars = bindings(nodes);
     auto t0 = std::chrono::steady_clock::now();
     schedule::Schedule s = schedule::make_schedule(roots, next_buffer_id);
     double schedule_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
