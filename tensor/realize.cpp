@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -323,6 +324,7 @@ Tensor Tensor::from_bytes(std::span<const uint8_t> bytes, DType dtype, Shape sha
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error("from: negative dimension");
+    if (d != 0 && n > (int64_t{1} << 48) / d) throw Error("from: more than 2^48 elements");
     n *= d;
   }
   if (static_cast<int64_t>(bytes.size()) != n * dtype.itemsize())
@@ -422,5 +424,48 @@ double Tensor::item() const {
   std::memcpy(&v, b.data(), 8);
   return static_cast<double>(v);
 }
+
+std::string Tensor::to_string(int64_t edge) const {
+  std::vector<double> v;
+  if (dtype().is_float()) {
+    v = cast(dtypes::float64).to_vector<double>();
+  } else if (dtype() == dtypes::uint64) {
+    for (uint64_t x : to_vector<uint64_t>()) v.push_back(static_cast<double>(x));
+  } else {
+    for (int64_t x : cast(dtypes::int64).to_vector<int64_t>()) v.push_back(static_cast<double>(x));
+  }
+  const Shape& s = shape();
+  std::string out = "Tensor(";
+  // Prints the block at `offset` spanning axes [axis, rank).
+  auto rec = [&](auto&& self, size_t axis, int64_t offset, int64_t stride) -> void {
+    if (axis == s.size()) {
+      char buf[40];
+      double x = v[static_cast<size_t>(offset)];
+      if (dtype().is_bool()) std::snprintf(buf, sizeof buf, "%s", x != 0 ? "true" : "false");
+      else if (dtype().is_float()) std::snprintf(buf, sizeof buf, "%.6g", x);
+      else std::snprintf(buf, sizeof buf, "%.0f", x);
+      out += buf;
+      return;
+    }
+    int64_t n = s[axis], inner = stride / std::max<int64_t>(n, 1);
+    out += "[";
+    for (int64_t i = 0; i < n; ++i) {
+      if (n > 2 * edge && i == edge) {
+        out += "..., ";
+        i = n - edge;
+      }
+      self(self, axis + 1, offset + i * inner, inner);
+      if (i + 1 < n) out += axis + 1 == s.size() ? ", " : ",\n" + std::string(8 + axis, ' ');
+    }
+    out += "]";
+  };
+  if (numel() == 0) out += "[]";
+  else rec(rec, 0, 0, numel());
+  std::string shape_s;
+  for (size_t i = 0; i < s.size(); ++i) shape_s += (i ? ", " : "") + std::to_string(s[i]);
+  return out + ", " + dtype().name() + ", shape [" + shape_s + "], on " + device() + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
 }  // namespace ugpu::tensor

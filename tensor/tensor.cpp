@@ -40,18 +40,24 @@ std::string shape_text(const Shape& s) {
 
 int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 
+// The element count of a shape from the user: no negative dimension, at most 2^48 elements.
+int64_t checked_numel(const Shape& s, const std::string& op) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) throw Error(op + ": the shape " + shape_text(s) + " has a negative dimension");
+    if (d != 0 && n > (int64_t{1} << 48) / d) throw Error(op + ": the shape " + shape_text(s) + " has more than 2^48 elements");
+    n *= d;
+  }
+  return n;
+}
+
 [[noreturn]] void fail(const std::string& op, const std::string& why) { throw Error(op + ": " + why); }
 
 }  // namespace
 
 Tensor Tensor::from_uop(UOp u, const std::string& device, std::span<const Tensor* const> keep) {
   if (!u.shape()) throw Error("a tensor graph node needs a shape: " + std::string(ir::op_name(u.op())));
-  int64_t elements = 1;
-  for (int64_t d : *u.shape()) {
-    if (d < 0) throw Error("a tensor shape " + shape_text(*u.shape()) + " has a negative dimension");
-    if (d != 0 && elements > (int64_t{1} << 48) / d) throw Error("a tensor shape " + shape_text(*u.shape()) + " has more than 2^48 elements");
-    elements *= d;
-  }
+  checked_numel(*u.shape(), std::string(ir::op_name(u.op())));
   auto n = std::make_shared<LazyNode>();
   n->uop = std::move(u);
   n->device = device.empty() ? default_device() : device;
@@ -128,8 +134,7 @@ Tensor scalar_like(const Tensor& like, double v) {
 // ---- creation ------------------------------------------------------------------------------------
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, const std::string& device) {
-  for (int64_t d : shape)
-    if (d < 0) fail("full", "negative dimension in " + shape_text(shape));
+  checked_numel(shape, "full");
   return from_uop(full_uop(shape, value, dtype), device, {});
 }
 
@@ -183,8 +188,8 @@ namespace {
 // A 32-bit hash of (seed, element), in integer ops every device computes alike (murmur3's finalizer
 // over a Weyl sequence).
 Tensor random_bits(const Shape& shape, uint64_t seed, const std::string& device, uint32_t stream) {
-  int64_t n = product(shape);
-  Tensor x = iota(n, dtypes::uint32, device);
+  int64_t n = checked_numel(shape, "rand");
+  Tensor x = iota(n, dtypes::uint32, device).cast(dtypes::uint32);  // 32-bit arithmetic even past 2^31 elements
   uint32_t s = static_cast<uint32_t>(seed * 0x9E3779B97F4A7C15ull >> 32) ^ static_cast<uint32_t>(seed) ^ (stream * 0x85EBCA6Bu);
   Tensor h = x * static_cast<double>(0x9E3779B9u) + static_cast<double>(s);
   h = h.bitwise_xor(h.rshift(16)) * static_cast<double>(0x85EBCA6Bu);
@@ -483,7 +488,8 @@ Tensor Tensor::reshape(Axes to) const {
     if (known == 0 || numel() % known) fail("reshape", "cannot infer -1 in " + shape_text(to) + " for " + shape_text(shape()));
     to[infer] = numel() / known;
   }
-  if (product(to) != numel()) fail("reshape", shape_text(shape()) + " to " + shape_text(to) + " changes the number of elements");
+  if (checked_numel(Shape(to.begin(), to.end()), "reshape") != numel())
+    fail("reshape", shape_text(shape()) + " to " + shape_text(to) + " changes the number of elements");
   if (Shape(to.begin(), to.end()) == shape()) return *this;
   return make(UOp::make(Op::RESHAPE, dtype(), {uop()}, ir::Ints(to)), {this});
 }

@@ -17,6 +17,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <span>
@@ -92,6 +93,9 @@ class Tensor {
   std::vector<uint8_t> to_bytes() const;
   Tensor to(const std::string& device) const;  // a copy on another device (realized)
   double item() const;                         // the one value of a one-element tensor
+  // "Tensor([[1, 2], [3, 4]], float, shape [2, 2], on cpu)": the values (realized and read back),
+  // at most `edge` at each end of every axis with "..." between, as NumPy prints.
+  std::string to_string(int64_t edge = 3) const;
 
   // ---- elementwise ----
   Tensor operator-() const { return neg(); }
@@ -243,6 +247,8 @@ UGPU_TENSOR_BINOP(>=, ge)
 UGPU_TENSOR_BINOP(==, eq)
 UGPU_TENSOR_BINOP(!=, ne)
 #undef UGPU_TENSOR_BINOP
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);  // to_string()
 
 // A number as a tensor like `like` (its device; its dtype where the number fits it).
 Tensor scalar_like(const Tensor& like, double v);

@@ -237,6 +237,13 @@ TEST_CASE("tensor: long chains build, schedule and free without deep recursion")
   CHECK_FALSE(z.defined());
 }
 
+TEST_CASE("tensor: printing shows values as NumPy does, eliding the middle of long axes") {
+  CHECK(Tensor::arange(6, dt::int32, "cpu").reshape({2, 3}).to_string() == "Tensor([[0, 1, 2],\n        [3, 4, 5]], int32, shape [2, 3], on cpu)");
+  CHECK(Tensor::arange(10, dt::int32, "cpu").to_string(2) == "Tensor([0, 1, ..., 8, 9], int32, shape [10], on cpu)");
+  CHECK(Tensor::full({}, 0.5, dt::float32, "cpu").to_string() == "Tensor(0.5, float, shape [], on cpu)");
+  CHECK(Tensor::eye(2, dt::bool_, "cpu").to_string() == "Tensor([[true, false],\n        [false, true]], bool, shape [2, 2], on cpu)");
+}
+
 TEST_CASE("tensor: to() moves values between devices") {
   Host h = random_host({3, 5}, 4);
   Tensor a = upload(h, "cpu");
