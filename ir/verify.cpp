@@ -74,8 +74,8 @@ std::string check_iota(const UOp& u) {
 // GATHER(x, index) {axis}: x at index's values along the axis, at index's position on the others.
 std::string check_gather(const UOp& u) {
   if (auto e = nsrc(u, 2, 2); !e.empty()) return e;
-  if (auto e = same_dtype(u, 0); !e.empty()) return e;
-  if (!u.src(1).dtype().is_int()) return "the index must be an integer";
+  if (u.src(0).dtype() != u.dtype()) return "the input is " + u.src(0).dtype().name() + ", the node " + u.dtype().name();
+  if (!u.src(1).dtype().is_int() || !u.src(1).dtype().is_scalar()) return "the index must be an integer";
   const auto& x = u.src(0).shape();
   const auto& i = u.src(1).shape();
   int64_t ax = u.arg_as<int64_t>();
@@ -191,13 +191,19 @@ std::string check_movement(const UOp& u) {
   if (auto e = nsrc(u, 1, 1); !e.empty()) return e;
   if (auto e = same_dtype(u, 0); !e.empty()) return e;
   const auto& in = u.src(0).shape();
-  auto prod = [](const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); };
+  // The element count, or -1 past int64 (hostile shapes must not overflow here).
+  auto prod = [](const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+      if (__builtin_mul_overflow(n, d, &n)) return int64_t{-1};
+    return n;
+  };
   switch (u.op()) {
     case Op::RESHAPE: {
       const Ints& to = u.arg_as<Ints>();
       for (int64_t d : to)
         if (d < 0) return "negative dimension";
-      return need(!in || prod(*in) == prod(to), "reshape changes the element count");
+      return need(!in || (prod(*in) == prod(to) && prod(to) >= 0), "reshape changes the element count (or it does not fit int64)");
     }
     case Op::EXPAND: {
       const Ints& to = u.arg_as<Ints>();

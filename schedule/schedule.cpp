@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "ir/text.h"
+#include "ir/verify.h"
 
 namespace ugpu::schedule {
 using namespace ir;
@@ -47,6 +48,17 @@ const Shape& shape_of(const UOp& u) {
   const auto& s = u.shape();
   if (!s) throw Error("the scheduler needs a shape for every tensor node, and this one has none: " + to_inline(u, 120));
   return *s;
+}
+
+// Shapes from outside (a graph read from text) are checked once per node: dimensions >= 0 and at
+// most 2^48 elements, so no index or size computed from them overflows.
+void check_shape(const UOp& u) {
+  int64_t n = 1;
+  for (int64_t d : shape_of(u)) {
+    if (d < 0 || (d != 0 && n > (int64_t{1} << 48) / d))
+      throw Error("a tensor node's shape has a negative dimension or more than 2^48 elements: " + to_inline(u, 120));
+    n *= d;
+  }
 }
 
 void check_tensor_op(const UOp& u) {
@@ -291,6 +303,10 @@ class Marker {
     uint64_t key = reinterpret_cast<uintptr_t>(n.get()) * 4 + (expanded ? 2 : 0) + (in_reduce ? 1 : 0);
     if (!seen_.insert(key).second) return;
     check_tensor_op(n);
+    if (is_alu(n.op()) && !n.shape())
+      for (const UOp& s : n.src())
+        if (s.shape()) throw Error("the sources of an elementwise op have different shapes: " + to_inline(n, 120));
+    if (n.op() != Op::CONST && n.op() != Op::DEFINE_VAR && !(is_alu(n.op()) && !n.shape())) check_shape(n);
     Op op = n.op();
     if (op == Op::BUFFER || op == Op::IOTA || op == Op::CONST || op == Op::DEFINE_VAR) return;
     if (n.get() != root) {
@@ -578,8 +594,9 @@ Schedule make_schedule(std::span<const UOp> roots, const std::function<int64_t()
   Marker m;
   std::unordered_set<NodeP> is_root;
   for (const UOp& r : roots) {
+    verify_or_throw(r);  // a graph from outside (text, a bug) is refused here, not crashed on
     check_tensor_op(r);
-    shape_of(r);
+    check_shape(r);
     if (is_buffer_view(r)) continue;
     m.add(r);
     is_root.insert(r.get());
