@@ -1,4 +1,5 @@
-// The silicon suite (tests/silicon): the HCQ conformance suite and the kernel suite on real GPUs. It
+// The silicon suite (tests/silicon): the HCQ conformance suite, the kernel suite and the tensor suite
+// (tests/tensor) on real GPUs. It
 // runs on the devices $UGPU_SILICON_DEVICES names (default: nv) that open here, and exits 77
 // (skipped, with the reason) when none does — the machine has no such GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
