@@ -561,6 +561,7 @@ std::optional<Shape> compute_shape(const Node* n) {
   switch (op_info(n->op).group) {
     case OpGroup::Movement: {
       if (n->op == Op::RESHAPE || n->op == Op::EXPAND) return std::get<Ints>(n->arg);
+      if (n->nsrc < 1) return std::nullopt;  // malformed (the verifier says so); never read past the node
       const auto& in = src_shape(0);
       if (!in) return std::nullopt;
       if (n->op == Op::FLIP || n->op == Op::CONTIGUOUS) return in;
@@ -586,7 +587,7 @@ std::optional<Shape> compute_shape(const Node* n) {
       if (n->op != Op::BUFFER || std::get<Ints>(n->arg).size() != 2) return std::nullopt;
       return Shape{std::get<Ints>(n->arg)[1]};
     case OpGroup::Reduce: {
-      if (n->op != Op::REDUCE_AXIS) return std::nullopt;
+      if (n->op != Op::REDUCE_AXIS || n->nsrc < 1) return std::nullopt;
       auto in = src_shape(0);
       if (!in) return std::nullopt;
       for (int64_t a : std::get<ReduceAxisArg>(n->arg).axes)

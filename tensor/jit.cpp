@@ -89,6 +89,9 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs, const Var
       }
       s->graph.exec(*k.dev, k.prog, args);
     }
+    for (const Tensor& o : out)
+      if (input_slot.count(buffer_id(o)))
+        throw Error("Jit: an output is one of the inputs (a replay would return the captured input); return a computed tensor, e.g. x.contiguous()");
     s->outputs = out;
     s_ = std::move(s);
     return out;

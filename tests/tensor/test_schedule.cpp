@@ -186,6 +186,9 @@ TEST_CASE("jit: replays equal eager results, with new inputs and a new position 
     std::vector<Tensor> ok{upload(random_host({3, 17}, 1), dev), upload(random_host({17}, 2), dev)};
     CHECK_THROWS_WITH(jit(ok, {{"pos", 101}}), doctest::Contains("outside its bounds [0, 100]"));
     CHECK_THROWS_WITH(jit(ok, {}), doctest::Contains("'pos' was given at capture and is missing"));
+    tensor::Jit identity([](const std::vector<Tensor>& in, const tensor::Jit::Vars&) { return in; });
+    identity(ok);
+    CHECK_THROWS_WITH(identity(ok), doctest::Contains("an output is one of the inputs"));
   }
 }
 
