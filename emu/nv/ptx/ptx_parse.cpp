@@ -982,7 +982,16 @@ class Parser {
   }
 
   // ---- operands
+  // PTX nests operands one level at most ({a, b}, !p); a hostile module nesting them thousands deep
+  // is refused before the recursion exhausts the stack.
+  int operand_depth_ = 0;
   Opd operand() {
+    struct Depth {
+      int& d;
+      explicit Depth(int& x) : d(++x) {}
+      ~Depth() { --d; }
+    } depth(operand_depth_);
+    if (operand_depth_ > 8) fail(peek().line, "operands nested too deeply");
     Opd o;
     o.line = peek().line;
     if (accept("[")) {
