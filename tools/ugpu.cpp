@@ -37,6 +37,8 @@ constexpr const char* kUsage =
     "  decode [--sdma] FILE|- | --kernel NAME [--device D]\n"
     "                         print PM4/SDMA command packets readably: a hex dump, or what the AMD\n"
     "                         driver submits for a built-in kernel (`ugpu decode --help`)\n"
+    "  llm --info MODEL.gguf  what a GGUF model file holds: architecture, size, quantization, tokenizer,\n"
+    "                         metadata, tensors\n"
     "  help                   this text\n"
     "\n"
     "The device can also be chosen with UGPU_DEVICE. The text form is described in docs/ir.md.\n";
@@ -84,6 +86,7 @@ int run_main(int argc, char** argv) {
     if (cmd == "run") return ugpu::tools::run_command(args);
     if (cmd == "simplify" || cmd == "print") return graph_command(cmd, args);
     if (cmd == "compile") return ugpu::tools::compile_command(args);
+    if (cmd == "llm") return ugpu::tools::llm_command(args);
     std::fprintf(stderr, "ugpu: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const ugpu::Error& e) {
