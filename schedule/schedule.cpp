@@ -17,16 +17,17 @@ using namespace ir;
 
 UOp buffer_node(int64_t id, DType dtype, int64_t count) { return UOp::make(Op::BUFFER, dtype, {}, Ints{id, count}); }
 
+namespace {
+int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+}  // namespace
+
 UOp buffer_view(int64_t id, DType dtype, const Shape& shape) {
-  int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-  return UOp::make(Op::RESHAPE, dtype, {buffer_node(id, dtype, n)}, Ints(shape.begin(), shape.end()));
+  return UOp::make(Op::RESHAPE, dtype, {buffer_node(id, dtype, product(shape))}, Ints(shape.begin(), shape.end()));
 }
 
 namespace {
 
 using NodeP = const detail::Node*;
-
-int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 UOp idx_const(int64_t v) { return UOp::const_int(dtypes::index, v); }
 
 // The loops a kernel over this shape runs: its axes of size other than 1.
@@ -76,6 +77,33 @@ bool expands(const UOp& e) {
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i] == 1 && to[i] != 1) return true;
   return false;
+}
+
+// Depth-first post-order over nodes 0..n-1, where edges(i) lists what i needs: each node comes after
+// everything it reaches. Returns false (order incomplete) when the edges have a cycle.
+template <class Edges>
+bool postorder(size_t n, const Edges& edges, std::vector<size_t>& order) {
+  std::vector<uint8_t> state(n, 0);  // 0 new, 1 on the path, 2 done
+  for (size_t start = 0; start < n; ++start) {
+    if (state[start]) continue;
+    std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
+    state[start] = 1;
+    while (!stack.empty()) {
+      auto [k, next] = stack.back();
+      const auto& e = edges(k);
+      if (next < e.size()) {
+        ++stack.back().second;
+        size_t d = e[next];
+        if (state[d] == 1) return false;
+        if (!state[d]) state[d] = 1, stack.push_back({d, 0});
+        continue;
+      }
+      state[k] = 2;
+      order.push_back(k);
+      stack.pop_back();
+    }
+  }
+  return true;
 }
 
 // ---- which nodes become buffers ------------------------------------------------------------------
@@ -143,62 +171,40 @@ class Marker {
   std::vector<size_t> group_of;
 
  private:
-  std::vector<size_t> plan_order() const {
-    std::vector<size_t> order;
-    std::vector<uint8_t> state(plans.size(), 0);
-    for (size_t start = 0; start < plans.size(); ++start) {
-      if (state[start]) continue;
-      std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
-      state[start] = 1;
-      while (!stack.empty()) {
-        auto& [k, next] = stack.back();
-        if (next < plans[k].deps.size()) {
-          size_t d = index.at(plans[k].deps[next++]);
-          if (!state[d]) state[d] = 1, stack.push_back({d, 0});
-          continue;
-        }
-        order.push_back(k);
-        stack.pop_back();
-      }
-    }
-    return order;
+  // The plans' indices of their dependencies.
+  std::vector<std::vector<size_t>> plan_edges() const {
+    std::vector<std::vector<size_t>> edges(plans.size());
+    for (size_t p = 0; p < plans.size(); ++p)
+      for (NodeP d : plans[p].deps) edges[p].push_back(index.at(d));
+    return edges;
   }
 
-  // Whether the kernels, with plans merged as group_of says, still form a DAG.
-  bool groups_acyclic() const {
+  // Edges between groups (plans not placed yet have none).
+  std::vector<std::vector<size_t>> group_edges() const {
     std::vector<std::vector<size_t>> edges(groups.size());
     for (size_t p = 0; p < plans.size(); ++p)
       for (NodeP dn : plans[p].deps) {
         size_t a = group_of[p], b = group_of[index.at(dn)];
-        if (a != SIZE_MAX && b != SIZE_MAX && a != b) edges[a].push_back(b);  // plans not placed yet have no edges
+        if (a != SIZE_MAX && b != SIZE_MAX && a != b) edges[a].push_back(b);
       }
-    std::vector<uint8_t> state(groups.size(), 0);  // 0 new, 1 on the path, 2 done
-    for (size_t start = 0; start < groups.size(); ++start) {
-      if (state[start]) continue;
-      std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
-      state[start] = 1;
-      while (!stack.empty()) {
-        auto& [g, next] = stack.back();
-        if (next < edges[g].size()) {
-          size_t d = edges[g][next++];
-          if (state[d] == 1) return false;
-          if (!state[d]) state[d] = 1, stack.push_back({d, 0});
-          continue;
-        }
-        state[g] = 2;
-        stack.pop_back();
-      }
-    }
-    return true;
+    return edges;
+  }
+
+  // Whether the kernels, with plans merged as group_of says, still form a DAG.
+  bool groups_acyclic() const {
+    std::vector<std::vector<size_t>> edges = group_edges();
+    std::vector<size_t> order;
+    return postorder(groups.size(), [&](size_t g) -> const std::vector<size_t>& { return edges[g]; }, order);
   }
 
   void group() {
     size_t n = plans.size();
-    std::vector<size_t> order = plan_order();
-    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n));  // reach[p][q]: p needs q's buffer, maybe through others
+    std::vector<std::vector<size_t>> deps = plan_edges();
+    std::vector<size_t> order;
+    postorder(n, [&](size_t p) -> const std::vector<size_t>& { return deps[p]; }, order);  // plans' deps never cycle
+    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n));                         // reach[p][q]: p needs q's buffer, maybe through others
     for (size_t p : order)
-      for (NodeP dn : plans[p].deps) {
-        size_t d = index.at(dn);
+      for (size_t d : deps[p]) {
         reach[p][d] = true;
         for (size_t j = 0; j < n; ++j)
           if (reach[d][j]) reach[p][j] = true;
@@ -219,27 +225,11 @@ class Marker {
       if (!placed) group_of[p] = groups.size(), groups.push_back({p});
     }
     // The groups in dependency order: depth-first, each after the groups it needs.
-    std::vector<std::vector<size_t>> needs(groups.size());
-    for (size_t p = 0; p < n; ++p)
-      for (NodeP dn : plans[p].deps)
-        if (group_of[p] != group_of[index.at(dn)]) needs[group_of[p]].push_back(group_of[index.at(dn)]);
+    std::vector<std::vector<size_t>> needs = group_edges();
+    std::vector<size_t> group_order;
+    postorder(groups.size(), [&](size_t g) -> const std::vector<size_t>& { return needs[g]; }, group_order);
     std::vector<std::vector<size_t>> sorted;
-    std::vector<uint8_t> done(groups.size(), 0);
-    for (size_t start = 0; start < groups.size(); ++start) {
-      if (done[start]) continue;
-      std::vector<std::pair<size_t, size_t>> stack{{start, 0}};
-      done[start] = 1;
-      while (!stack.empty()) {
-        auto& [g, next] = stack.back();
-        if (next < needs[g].size()) {
-          size_t d = needs[g][next++];
-          if (!done[d]) done[d] = 1, stack.push_back({d, 0});
-          continue;
-        }
-        sorted.push_back(groups[g]);
-        stack.pop_back();
-      }
-    }
+    for (size_t g : group_order) sorted.push_back(groups[g]);
     groups = std::move(sorted);
     for (size_t g = 0; g < groups.size(); ++g)
       for (size_t p : groups[g]) group_of[p] = g;
