@@ -11,12 +11,6 @@ namespace ugpu::tensor {
 
 namespace {
 
-std::string shape_text(const Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 int64_t buffer_id(const Tensor& t) {
   const ir::UOp* u = &t.uop();
   while (u->op() == ir::Op::RESHAPE) u = &u->src(0);

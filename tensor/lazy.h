@@ -36,6 +36,12 @@ struct LazyNode {
   ~LazyNode();  // releases long chains iteratively (no deep recursion)
 };
 
+// "[2, 3]", for messages.
+std::string shape_text(const Shape& s);
+// The element count of a shape from the user: no negative dimension, at most 2^48 elements; an
+// Error naming `op` otherwise.
+int64_t checked_numel(const Shape& s, const std::string& op);
+
 struct Tensor::Handle {
   std::shared_ptr<const LazyNode> node;
 };

@@ -321,12 +321,7 @@ void Tensor::realize(std::span<Tensor> tensors) { Realizer::run(tensors); }
 // ---- host data ---------------------------------------------------------------------------------------
 
 Tensor Tensor::from_bytes(std::span<const uint8_t> bytes, DType dtype, Shape shape, const std::string& device_name) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) throw Error("from: negative dimension");
-    if (d != 0 && n > (int64_t{1} << 48) / d) throw Error("from: more than 2^48 elements");
-    n *= d;
-  }
+  int64_t n = checked_numel(shape, "from");
   if (static_cast<int64_t>(bytes.size()) != n * dtype.itemsize())
     throw Error("from: " + std::to_string(bytes.size()) + " bytes of data for " + std::to_string(n) + " " + dtype.name() + " elements (" +
                 std::to_string(n * dtype.itemsize()) + " bytes)");
@@ -338,10 +333,7 @@ Tensor Tensor::from_bytes(std::span<const uint8_t> bytes, DType dtype, Shape sha
   node->uop = schedule::buffer_view(st->id, dtype, shape);
   node->device = dn;
   node->buffer = st;
-  Tensor t;
-  t.h_ = std::make_shared<Handle>();
-  t.h_->node = std::move(node);
-  return t;
+  return wrap(std::move(node));
 }
 
 namespace {

@@ -30,17 +30,12 @@ LazyNode::~LazyNode() {
   pending = nullptr;
 }
 
-namespace {
-
 std::string shape_text(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "]";
 }
 
-int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
-
-// The element count of a shape from the user: no negative dimension, at most 2^48 elements.
 int64_t checked_numel(const Shape& s, const std::string& op) {
   int64_t n = 1;
   for (int64_t d : s) {
@@ -50,6 +45,10 @@ int64_t checked_numel(const Shape& s, const std::string& op) {
   }
   return n;
 }
+
+namespace {
+
+int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 
 [[noreturn]] void fail(const std::string& op, const std::string& why) { throw Error(op + ": " + why); }
 
@@ -68,6 +67,10 @@ Tensor Tensor::from_uop(UOp u, const std::string& device, std::span<const Tensor
                   "\")");
     n->srcs.push_back(t->h_->node);
   }
+  return wrap(std::move(n));
+}
+
+Tensor Tensor::wrap(std::shared_ptr<const LazyNode> n) {
   Tensor t;
   t.h_ = std::make_shared<Handle>();
   t.h_->node = std::move(n);
@@ -147,10 +150,7 @@ Tensor Tensor::variable(const std::string& name, int64_t min, int64_t max, int64
   n->device = device.empty() ? default_device() : device;
   n->var = name;
   n->value = value;
-  Tensor t;
-  t.h_ = std::make_shared<Handle>();
-  t.h_->node = std::move(n);
-  return t;
+  return wrap(std::move(n));
 }
 
 Tensor Tensor::empty(Shape shape, DType dtype, const std::string& device) { return full(std::move(shape), 0, dtype, device).contiguous(); }
@@ -287,30 +287,23 @@ Tensor Tensor::div(const Tensor& o) const {
   DType dt = ir::least_upper_float(ir::least_upper_dtype(dtype(), o.dtype()));
   return binary(*this, o, Op::FDIV, "div", dt);
 }
-Tensor Tensor::floordiv(const Tensor& o) const {
-  DType dt = ir::least_upper_dtype(dtype(), o.dtype());
-  if (dt.is_float()) return div(o).floor();
-  if (dt.is_bool()) dt = dtypes::int32;
-  return binary(*this, o, Op::FLOORDIV, "floordiv", dt);
+namespace {
+// The division family on integers is one IR op (bool counts as int32); on floats the quotient is
+// rounded by `round` (floor or trunc), and a remainder is a - round(a / b) * b.
+Tensor int_division(const Tensor& a, const Tensor& b, Op op, const std::string& name, Tensor (Tensor::*round)() const, bool remainder) {
+  DType dt = ir::least_upper_dtype(a.dtype(), b.dtype());
+  if (dt.is_float()) {
+    Tensor q = (a.div(b).*round)();
+    return remainder ? a.sub(q * b) : q;
+  }
+  return binary(a, b, op, name, dt.is_bool() ? dtypes::int32 : dt);
 }
-Tensor Tensor::mod(const Tensor& o) const {
-  DType dt = ir::least_upper_dtype(dtype(), o.dtype());
-  if (dt.is_float()) return sub(div(o).floor() * o);
-  if (dt.is_bool()) dt = dtypes::int32;
-  return binary(*this, o, Op::FLOORMOD, "mod", dt);
-}
-Tensor Tensor::div_trunc(const Tensor& o) const {
-  DType dt = ir::least_upper_dtype(dtype(), o.dtype());
-  if (dt.is_float()) return div(o).trunc();
-  if (dt.is_bool()) dt = dtypes::int32;
-  return binary(*this, o, Op::CDIV, "div_trunc", dt);
-}
-Tensor Tensor::fmod(const Tensor& o) const {
-  DType dt = ir::least_upper_dtype(dtype(), o.dtype());
-  if (dt.is_float()) return sub(div(o).trunc() * o);
-  if (dt.is_bool()) dt = dtypes::int32;
-  return binary(*this, o, Op::CMOD, "fmod", dt);
-}
+}  // namespace
+
+Tensor Tensor::floordiv(const Tensor& o) const { return int_division(*this, o, Op::FLOORDIV, "floordiv", &Tensor::floor, false); }
+Tensor Tensor::mod(const Tensor& o) const { return int_division(*this, o, Op::FLOORMOD, "mod", &Tensor::floor, true); }
+Tensor Tensor::div_trunc(const Tensor& o) const { return int_division(*this, o, Op::CDIV, "div_trunc", &Tensor::trunc, false); }
+Tensor Tensor::fmod(const Tensor& o) const { return int_division(*this, o, Op::CMOD, "fmod", &Tensor::trunc, true); }
 Tensor Tensor::fma(const Tensor& b, const Tensor& c) const {
   DType dt = ir::least_upper_dtype(ir::least_upper_dtype(dtype(), b.dtype()), c.dtype());
   if (dt.is_bool()) fail("fma", "takes numbers, not bool");

@@ -228,6 +228,7 @@ class Tensor {
   struct Handle;
   std::shared_ptr<Handle> h_;
   const LazyNode& node() const;
+  static Tensor wrap(std::shared_ptr<const LazyNode> n);  // a new handle on n
   friend struct Realizer;
 };
 
