@@ -1,5 +1,9 @@
 // The scheduler and realize: fusion by kernel counts, the memory plan, the example models against
 // their host references, Jit replay, variables, and the errors a user acts on.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <random>
@@ -245,6 +249,33 @@ TEST_CASE("tensor: printing shows values as NumPy does, eliding the middle of lo
   CHECK(Tensor::arange(10, dt::int32, "cpu").to_string(2) == "Tensor([0, 1, ..., 8, 9], int32, shape [10], on cpu)");
   CHECK(Tensor::full({}, 0.5, dt::float32, "cpu").to_string() == "Tensor(0.5, float, shape [], on cpu)");
   CHECK(Tensor::eye(2, dt::bool_, "cpu").to_string() == "Tensor([[true, false],\n        [false, true]], bool, shape [2, 2], on cpu)");
+}
+
+TEST_CASE("tensor: UGPU_DEBUG=1 prints every kernel a realize runs: device, name, UOps, device time") {
+  Tensor a = upload(random_host({16, 33}, 1), "cpu");
+  // Standard error into a file for the realize, then back.
+  std::fflush(stderr);
+  int saved = dup(2);
+  FILE* log = std::tmpfile();
+  REQUIRE(log);
+  dup2(fileno(log), 2);
+  tensor::set_debug(1);
+  a.softmax(-1).realize();
+  tensor::set_debug(0);
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::rewind(log);
+  std::string text;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, log)) text += buf;
+  std::fclose(log);
+  INFO(text);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 3);  // max, sum, normalize
+  CHECK(text.find("cpu    R_16") != std::string::npos);
+  CHECK(text.find("E_16_33") != std::string::npos);
+  CHECK(text.find(" uops ") != std::string::npos);
+  CHECK(text.find(" us") != std::string::npos);
 }
 
 TEST_CASE("tensor: to() moves values between devices") {
