@@ -30,7 +30,7 @@ std::optional<Op> parse_op(std::string_view name) {
 OpSet OpSet::group(OpGroup g) {
   OpSet s;
   for (int i = 0; i < kOpCount; ++i)
-    if (kOps[i].group == g) s.bits |= uint64_t{1} << i;
+    if (kOps[i].group == g) s.bits |= OpSet::bit(static_cast<Op>(i));
   return s;
 }
 

@@ -13,7 +13,7 @@ enum class OpGroup : uint8_t { Define, Structure, Memory, Control, Reduce, Movem
 enum class ArgKind : uint8_t {
   None,        // no arg
   Value,       // CONST: int64 (ints, bool) or double (floats)
-  Int,         // slot / id; GATHER: the axis
+  Int,         // slot / id; GATHER and ASSIGN: the axis
   String,      // SPECIAL: "gidx0", "lidx1"
   Var,         // DEFINE_VAR: name and bounds
   Range,       // RANGE: axis id and AxisType
@@ -61,6 +61,7 @@ enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
   X(FLIP, Movement, 0, Ints)                                      \
   X(CONTIGUOUS, Movement, 0, None)                                \
   X(GATHER, Movement, 0, Int)                                     \
+  X(ASSIGN, Movement, 0, Int)                                     \
   X(CAST, Unary, 0, None)                                         \
   X(BITCAST, Unary, 0, None)                                      \
   X(EXP2, Unary, 0, None)                                         \
@@ -127,14 +128,17 @@ inline bool is_associative(Op op) { return op_info(op).flags & kAssociative; }
 
 // A set of ops (bit i = Op i), used by patterns.
 struct OpSet {
-  uint64_t bits = 0;
-  static_assert(kOpCount <= 64);
+  using Bits = unsigned __int128;
+  Bits bits = 0;
+  static_assert(kOpCount <= 128);
+  static constexpr Bits bit(Op o) { return Bits{1} << static_cast<int>(o); }
   constexpr OpSet() = default;
-  constexpr OpSet(Op o) : bits(uint64_t{1} << static_cast<int>(o)) {}  // NOLINT: one op is a set
+  constexpr OpSet(Op o) : bits(bit(o)) {}  // NOLINT: one op is a set
   constexpr OpSet(std::initializer_list<Op> ops) {
-    for (Op o : ops) bits |= uint64_t{1} << static_cast<int>(o);
+    for (Op o : ops) bits |= bit(o);
   }
-  constexpr bool has(Op o) const { return bits >> static_cast<int>(o) & 1; }
+  constexpr bool has(Op o) const { return (bits >> static_cast<int>(o)) & 1; }
+  int count() const { return __builtin_popcountll(static_cast<uint64_t>(bits)) + __builtin_popcountll(static_cast<uint64_t>(bits >> 64)); }
   constexpr bool empty() const { return bits == 0; }
   constexpr OpSet operator|(OpSet o) const {
     OpSet r;

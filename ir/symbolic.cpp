@@ -168,6 +168,16 @@ std::atomic<uint64_t> g_fake_id{0};
 }  // namespace
 
 UOp uop_given_valid(const UOp& valid, const UOp& x) {
+  // The gate of a masked access guards memory whatever `valid` says (a WHERE computes both of its
+  // sides), so it must not be simplified by it: `15 < i` gating a load inside WHERE(15 < i, ...) is
+  // not `true`. Gates wait behind opaque stand-ins until the end.
+  std::unordered_map<UOp, UOp, UOpHash> hide, show;
+  for (const UOp& u : x.toposort())
+    if (u.op() == Op::INDEX && u.src().size() == 3 && !u.src(2).is_const() && !hide.count(u.src(2))) {
+      UOp stand_in = UOp::var("\x01gate" + std::to_string(g_fake_id.fetch_add(1)), 0, 1, dtypes::bool_);
+      hide.emplace(u.src(2), stand_in);
+      show.emplace(stand_in, u.src(2));
+    }
   // Tighten each constrained expression's bounds, as a fresh variable standing in for it.
   std::vector<Fact> facts;
   auto add_fact = [&](const UOp& e, int64_t lo, int64_t hi) {
@@ -212,7 +222,7 @@ UOp uop_given_valid(const UOp& valid, const UOp& x) {
       if (tlo > t.vmin() || thi < t.vmax()) add_fact(t, tlo, thi);
     }
   }
-  UOp out = x;
+  UOp out = hide.empty() ? x : substitute(x, hide);
   for (const Fact& f : facts) {
     int64_t lo = std::max(f.lo, f.expr.vmin()), hi = std::min(f.hi, f.expr.vmax());
     if (lo > hi) continue;  // contradictory: x's value does not matter; leave it
@@ -225,7 +235,7 @@ UOp uop_given_valid(const UOp& valid, const UOp& x) {
     // Put back the expression, and simplify once more: the stand-in sorted elsewhere in sums.
     out = simplify(substitute(simp, {{fake, f.expr}}));
   }
-  return out;
+  return show.empty() ? out : substitute(out, show);
 }
 
 UOp simplify_valid(const UOp& valid) {

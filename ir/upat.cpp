@@ -140,7 +140,7 @@ OpSet required_src_ops(const CPat& p) {
   OpSet r;
   if (p.mode != SrcMode::Positional && p.mode != SrcMode::Permute) return r;
   for (const CPat* s : p.src)
-    if (std::popcount(s->ops.bits) == 1) r.bits |= s->ops.bits;
+    if (s->ops.count() == 1) r.bits |= s->ops.bits;
   return r;
 }
 
@@ -281,7 +281,7 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx, const std::string** fired) 
   const auto& candidates = impl_->by_op[static_cast<size_t>(u.op())];
   if (candidates.empty()) return {};
   OpSet present;
-  for (const UOp& s : u.src()) present.bits |= uint64_t{1} << static_cast<int>(s.op());
+  for (const UOp& s : u.src()) present.bits |= OpSet::bit(s.op());
   Engine engine;
   for (uint32_t idx : candidates) {
     const CompiledRule& rule = *impl_->rules[idx];

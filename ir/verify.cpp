@@ -87,6 +87,26 @@ std::string check_gather(const UOp& u) {
   return "";
 }
 
+// ASSIGN(target, value) {-1}: value written over the whole target, shapes equal.
+// ASSIGN(target, value, index) {axis}: target[..., index[t], ...] = value[..., t, ...] along the axis
+// (index 1-D, value's other axes the target's). Either way the node is the target after the write.
+std::string check_assign(const UOp& u) {
+  if (auto e = nsrc(u, 2, 3); !e.empty()) return e;
+  if (u.src(0).dtype() != u.dtype() || u.src(1).dtype() != u.dtype()) return "target, value and node must have one dtype";
+  int64_t ax = u.arg_as<int64_t>();
+  const auto& t = u.src(0).shape();
+  const auto& v = u.src(1).shape();
+  if (u.src().size() == 2) return first({need(ax == -1, "a whole assign has axis -1"), need(!t || !v || *t == *v, "value and target shapes differ")});
+  if (!u.src(2).dtype().is_int() || !u.src(2).dtype().is_scalar()) return "the index must be an integer";
+  const auto& i = u.src(2).shape();
+  if (!t || !v) return "";
+  if (t->size() != v->size()) return "value and target have different ranks";
+  if (ax < 0 || static_cast<size_t>(ax) >= t->size()) return "axis outside the shape";
+  for (size_t d = 0; d < t->size(); ++d)
+    if (static_cast<int64_t>(d) != ax && (*t)[d] != (*v)[d]) return "value and target differ on axis " + std::to_string(d);
+  return need(!i || (i->size() == 1 && (*i)[0] == (*v)[ax]), "the index must be 1-D, as long as the value's axis");
+}
+
 std::string check_var(const UOp& u) {
   const auto& v = u.arg_as<VarArg>();
   return first({nsrc(u, 0, 0), need(int_scalar(u.dtype()), "variable must be an integer scalar"), need(v.min <= v.max, "min > max"),
@@ -301,6 +321,7 @@ constexpr Entry kChecks[] = {
     {Op::BUFFER, check_buffer},
     {Op::IOTA, check_iota},
     {Op::GATHER, check_gather},
+    {Op::ASSIGN, check_assign},
     {Op::SPECIAL, check_special},
     {Op::RANGE, check_range},
     {Op::END, check_end},

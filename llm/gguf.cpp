@@ -180,7 +180,7 @@ int64_t GgufTensor::elements() const {
 GgufFile GgufFile::parse(std::span<const uint8_t> bytes) {
   Reader r(bytes);
   GgufFile f;
-  f.bytes_ = bytes;
+  f.sources_.push_back(bytes);
   if (r.get<uint32_t>("the magic") != 0x46554747u) throw Error("GGUF: not a GGUF file (the first 4 bytes are not \"GGUF\")");
   f.version = r.get<uint32_t>("the version");
   if (f.version == 1) throw Error("GGUF: version 1 (32-bit counts, 2023) is not supported; convert the file with a current llama.cpp");
@@ -252,10 +252,10 @@ GgufFile GgufFile::open(const std::string& path) {
   int err = errno;
   ::close(fd);
   if (p == MAP_FAILED) throw Error("GGUF: cannot map " + path + ": " + std::strerror(err));
-  std::shared_ptr<void> mapping(p, [n](void* q) { munmap(q, n); });
+  std::shared_ptr<const void> mapping(p, [n](const void* q) { munmap(const_cast<void*>(q), n); });
   try {
     GgufFile f = parse(std::span<const uint8_t>(static_cast<const uint8_t*>(p), n));
-    f.mapping_ = std::move(mapping);
+    f.owners_.push_back(std::move(mapping));
     return f;
   } catch (const Error& e) { throw Error(path + ": " + e.what()); }
 }
@@ -273,7 +273,22 @@ const GgufTensor* GgufFile::tensor(const std::string& name) const {
 }
 
 std::span<const uint8_t> GgufFile::data(const GgufTensor& t) const {
-  return bytes_.subspan(static_cast<size_t>(t.offset), static_cast<size_t>(t.bytes));
+  if (t.source >= sources_.size() || t.offset > sources_[t.source].size() || t.bytes > sources_[t.source].size() - t.offset)
+    throw Error("GGUF: tensor '" + t.name + "' (" + std::to_string(t.bytes) + " bytes at " + std::to_string(t.offset) + " in source " +
+                std::to_string(t.source) + ") is not inside the model's data");
+  return sources_[t.source].subspan(static_cast<size_t>(t.offset), static_cast<size_t>(t.bytes));
+}
+
+size_t GgufFile::size() const {
+  size_t n = 0;
+  for (const auto& s : sources_) n += s.size();
+  return n;
+}
+
+uint32_t GgufFile::add_source(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {
+  sources_.push_back(bytes);
+  if (owner) owners_.push_back(std::move(owner));
+  return static_cast<uint32_t>(sources_.size() - 1);
 }
 
 }  // namespace ugpu::llm

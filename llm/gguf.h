@@ -83,8 +83,9 @@ struct GgufTensor {
   std::string name;
   std::vector<int64_t> dims;  // as stored: dims[0] varies fastest (the reverse of a row-major shape)
   GgmlType type;
-  uint64_t offset = 0;  // from the start of the file
+  uint64_t offset = 0;  // from the start of the file (of its source, for a model assembled in memory)
   uint64_t bytes = 0;
+  uint32_t source = 0;  // which of the GgufFile's byte ranges holds the data: 0, the file itself, for a GGUF file
   int64_t elements() const;
 };
 
@@ -103,12 +104,18 @@ class GgufFile {
 
   const GgufValue* find(const std::string& key) const;  // null when absent
   const GgufTensor* tensor(const std::string& name) const;
-  std::span<const uint8_t> data(const GgufTensor& t) const;  // the tensor's bytes in the mapping
-  size_t size() const { return bytes_.size(); }
+  // The tensor's bytes in its source (Error when they are not inside it).
+  std::span<const uint8_t> data(const GgufTensor& t) const;
+  size_t size() const;  // the bytes of every source
+
+  // Models assembled in memory (llm/safetensors.h: a Hugging Face directory): another range of bytes
+  // (a mapped file, synthesized data) that tensors point into with `source` = the index returned.
+  // `owner` keeps the bytes alive as long as any copy of this GgufFile.
+  uint32_t add_source(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner);
 
  private:
-  std::shared_ptr<void> mapping_;  // unmaps the file when the last copy goes
-  std::span<const uint8_t> bytes_;
+  std::vector<std::shared_ptr<const void>> owners_;  // unmap the files when the last copy goes
+  std::vector<std::span<const uint8_t>> sources_;    // [0]: a GGUF file's own bytes
 };
 
 }  // namespace ugpu::llm

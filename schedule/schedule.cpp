@@ -44,6 +44,11 @@ bool is_buffer_view(const UOp& u) {
   while (n->op() == Op::RESHAPE) n = &n->src(0);
   return n->op() == Op::BUFFER;
 }
+int64_t view_buffer_id(const UOp& u) {
+  const UOp* n = &u;
+  while (n->op() == Op::RESHAPE) n = &n->src(0);
+  return n->arg_as<Ints>()[0];
+}
 
 const Shape& shape_of(const UOp& u) {
   const auto& s = u.shape();
@@ -110,7 +115,8 @@ bool postorder(size_t n, const Edges& edges, std::vector<size_t>& order) {
 
 struct Plan {
   UOp root;
-  std::vector<NodeP> deps;  // realized nodes its kernel loads
+  std::vector<NodeP> deps;            // realized nodes its kernel loads (and, for an ASSIGN, the kernels that read its target first)
+  std::unordered_set<int64_t> reads;  // BUFFER ids its kernel loads directly
 };
 
 class Marker {
@@ -121,7 +127,7 @@ class Marker {
   size_t add(const UOp& n) {
     auto [it, fresh] = index.try_emplace(n.get(), plans.size());
     if (fresh) {
-      plans.push_back({n, {}});
+      plans.push_back({n, {}, {}});
       work_.push_back(it->second);
       grew_ = true;
     }
@@ -134,7 +140,7 @@ class Marker {
     for (;;) {
       inlined_.clear();
       work_.clear();
-      for (size_t k = 0; k < plans.size(); ++k) plans[k].deps.clear(), work_.push_back(k);
+      for (size_t k = 0; k < plans.size(); ++k) plans[k].deps.clear(), plans[k].reads.clear(), work_.push_back(k);
       grew_ = false;
       while (!work_.empty()) {
         size_t k = work_.back();
@@ -144,6 +150,7 @@ class Marker {
         visit(root.op() == Op::CONTIGUOUS ? root.src(0) : root, false, false, k, root.get());
       }
       if (grew_) continue;  // kernels marked before a new buffer boundary appeared inline too much: again
+      order_writes();
       group();
       if (!realize_shared()) return;
     }
@@ -213,7 +220,8 @@ class Marker {
     group_of.assign(n, SIZE_MAX);
     for (size_t p : order) {
       bool placed = false;
-      for (size_t g = 0; g < groups.size() && !placed; ++g) {
+      for (size_t g = 0; g < groups.size() && !placed && plans[p].root.op() != Op::ASSIGN; ++g) {
+        if (plans[groups[g][0]].root.op() == Op::ASSIGN) continue;
         if (loops_of(*plans[groups[g][0]].root.shape()) != loops_of(*plans[p].root.shape())) continue;
         bool unrelated = true;
         for (size_t q : groups[g]) unrelated = unrelated && !reach[p][q] && !reach[q][p];
@@ -287,6 +295,39 @@ class Marker {
 
   void dep(size_t k, const UOp& n) { plans[k].deps.push_back(n.get()); }
 
+  // An ASSIGN overwrites its target's buffer, so every other kernel that loads that buffer (the value
+  // before the write) runs first. A kernel that needs both the old value and the write (directly or
+  // through other kernels) cannot be ordered, and neither can two writes to one buffer.
+  void order_writes() {
+    std::vector<std::vector<size_t>> deps = plan_edges();
+    auto reaches = [&](size_t from, size_t to) {
+      std::vector<size_t> stack{from};
+      std::vector<bool> seen(plans.size());
+      while (!stack.empty()) {
+        size_t p = stack.back();
+        stack.pop_back();
+        if (p == to) return true;
+        if (seen[p]) continue;
+        seen[p] = true;
+        for (size_t d : deps[p]) stack.push_back(d);
+      }
+      return false;
+    };
+    std::unordered_map<int64_t, size_t> writer;
+    for (size_t a = 0; a < plans.size(); ++a) {
+      if (plans[a].root.op() != Op::ASSIGN) continue;
+      int64_t target = view_buffer_id(plans[a].root.src(0));
+      if (auto [it, fresh] = writer.try_emplace(target, a); !fresh)
+        throw Error("two assigns to buffer " + std::to_string(target) + " in one schedule (realize the first before the second)");
+      for (size_t p = 0; p < plans.size(); ++p) {
+        if (p == a || !plans[p].reads.count(target)) continue;
+        if (reaches(p, a))
+          throw Error("a kernel reads buffer " + std::to_string(target) + " both before and after an assign to it: " + to_inline(plans[p].root, 120));
+        plans[a].deps.push_back(plans[p].root.get());
+      }
+    }
+  }
+
   // expanded: the value reaching the kernel's store is broadcast from this node's; in_reduce: it is
   // inside a reduction the kernel computes.
   void visit(const UOp& n, bool expanded, bool in_reduce, size_t k, NodeP root, int64_t depth = 0) {
@@ -298,11 +339,12 @@ class Marker {
         if (s.shape()) throw Error("the sources of an elementwise op have different shapes: " + to_inline(n, 120));
     if (n.op() != Op::CONST && n.op() != Op::DEFINE_VAR && !(is_alu(n.op()) && !n.shape())) check_shape(n);
     Op op = n.op();
+    if (op == Op::BUFFER) plans[k].reads.insert(n.arg_as<Ints>()[0]);
     if (op == Op::BUFFER || op == Op::IOTA || op == Op::CONST || op == Op::DEFINE_VAR) return;
     if (n.get() != root) {
       if (index.count(n.get())) return dep(k, n);
-      if (is_buffer_view(n)) return;
-      bool realize = op == Op::CONTIGUOUS || (op == Op::REDUCE_AXIS && (expanded || in_reduce)) ||
+      if (is_buffer_view(n)) return (void)plans[k].reads.insert(view_buffer_id(n));
+      bool realize = op == Op::CONTIGUOUS || op == Op::ASSIGN || (op == Op::REDUCE_AXIS && (expanded || in_reduce)) ||
                      (expanded && is_alu(op) && inline_cost(n) > kBroadcastLimit) || depth > kMaxFusedDepth;
       if (realize) {
         add(n);
@@ -311,6 +353,11 @@ class Marker {
     }
     if (n.get() != root && (op == Op::REDUCE_AXIS || is_alu(op))) count_inline(n, k);
     if (op == Op::REDUCE_AXIS) return visit(n.src(0), false, true, k, root, depth + 1);
+    if (op == Op::ASSIGN) {  // the root of its kernel: computes the value (and index), stores into the target
+      if (!is_buffer_view(n.src(0))) throw Error("ASSIGN writes into a buffer, not into " + to_inline(n.src(0), 120));
+      for (size_t i = 1; i < n.src().size(); ++i) visit(n.src(i), false, false, k, root, depth + 1);
+      return;
+    }
     if (op == Op::EXPAND) return visit(n.src(0), expanded || expands(n), in_reduce, k, root, depth + 1);
     if (op == Op::GATHER) {  // the input is read at data-dependent places, maybe many times each
       visit(n.src(0), true, in_reduce, k, root, depth + 1);
@@ -341,6 +388,7 @@ class KernelWriter {
   // One kernel storing every output (roots of one shape) at the same loops; the outputs take slots
   // 0, 1, ... in order.
   ScheduledKernel write(const std::vector<std::pair<UOp, int64_t>>& outs) {
+    if (outs[0].first.op() == Op::ASSIGN) return write_assign(outs[0].first, outs[0].second);
     const Shape loops = loops_of(shape_of(outs[0].first));
     std::vector<UOp> ranges;
     for (int64_t d : loops) ranges.push_back(UOp::range(d, next_axis_++, AxisType::GLOBAL));
@@ -360,6 +408,43 @@ class KernelWriter {
       UOp value = render(root.op() == Op::CONTIGUOUS ? root.src(0) : root, idx, UOp());
       stores.push_back(UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, root.dtype().ptr(), {defs[i], linear(idx, shape)}), value}));
     }
+    return finish(stores, ranges, loops, has_reduce_ ? "R" : "E", outs.size());
+  }
+
+  // An ASSIGN's kernel: loops over the value, stores into the target's buffer (slot 0) — at the same
+  // place, or along the axis at the index's value there (out-of-range indices store nothing).
+  ScheduledKernel write_assign(const UOp& root, int64_t target) {
+    const Shape& tshape = shape_of(root);
+    const Shape& vshape = shape_of(root.src(1));
+    const Shape loops = loops_of(vshape);
+    std::vector<UOp> ranges, idx;
+    for (int64_t d : loops) ranges.push_back(UOp::range(d, next_axis_++, AxisType::GLOBAL));
+    size_t r = 0;
+    for (int64_t d : vshape) idx.push_back(d == 1 ? idx_const(0) : ranges[r++]);
+    roots_.insert(root.get());
+    UOp def = define(target, root.dtype());
+    UOp value = render(root.src(1), idx, UOp());
+    UOp at_lin;
+    if (root.src().size() == 2) {
+      at_lin = linear(idx, tshape);
+    } else {
+      size_t ax = static_cast<size_t>(root.arg_as<int64_t>());
+      UOp at = render(root.src(2), {idx[ax]}, UOp()).cast(dtypes::index);
+      UOp in_range = UOp::alu(Op::AND, {idx_const(-1).lt(at), at.lt(idx_const(tshape[ax]))});
+      std::vector<UOp> i2 = idx;
+      i2[ax] = at;
+      UOp lin;  // as linear(), but the axis counts even where the target's size is 1 (the index may be out of range there)
+      for (size_t d = 0; d < tshape.size(); ++d)
+        if (tshape[d] != 1 || d == ax) lin = lin ? lin * static_cast<double>(tshape[d]) + i2[d] : i2[d];
+      at_lin = in_range.where(lin, UOp::invalid());
+    }
+    UOp st = UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, root.dtype().ptr(), {def, at_lin}), value});
+    return finish({st}, ranges, loops, "A", 1);
+  }
+
+ private:
+  ScheduledKernel finish(const std::vector<UOp>& stores, const std::vector<UOp>& ranges, const Shape& loops, const std::string& kind,
+                         size_t outputs) {
     UOp st = stores.size() == 1 ? stores[0] : UOp::make(Op::GROUP, dtypes::void_, stores);
     if (!ranges.empty()) {
       std::vector<UOp> s{st};
@@ -369,16 +454,15 @@ class KernelWriter {
     ScheduledKernel k;
     k.ast = UOp::sink(std::span<const UOp>(&st, 1));
     k.slots = slots_;
-    k.outputs = outs.size();
+    k.outputs = outputs;
     k.uops = k.ast.toposort().size();
-    k.name = std::string(has_reduce_ ? "R" : "E");
+    k.name = kind;
     if (loops.empty()) k.name += "_1";
     for (int64_t d : loops) k.name += "_" + std::to_string(d);
-    if (outs.size() > 1) k.name += "_x" + std::to_string(outs.size());
+    if (outputs > 1) k.name += "_x" + std::to_string(outputs);
     return k;
   }
 
- private:
   const std::unordered_map<NodeP, int64_t>& ids_;
   std::vector<int64_t> slots_;
   std::unordered_map<int64_t, UOp> defines_;
@@ -605,6 +689,10 @@ Schedule make_schedule(std::span<const UOp> roots, const std::function<int64_t()
     for (const auto& g : m.groups)
       for (size_t p : g) {
         const UOp& r = m.plans[p].root;
+        if (r.op() == Op::ASSIGN) {  // writes its target's buffer; needs none of its own
+          ids[r.get()] = view_buffer_id(r.src(0));
+          continue;
+        }
         NewBuffer b{new_id(), r.dtype(), product(shape_of(r)), is_root.count(r.get()) > 0};
         ids[r.get()] = b.id;
         buffer_index[b.id] = s.buffers.size();
@@ -614,8 +702,10 @@ Schedule make_schedule(std::span<const UOp> roots, const std::function<int64_t()
     again = false;
     for (const auto& g : m.groups) {
       std::vector<std::pair<UOp, int64_t>> outs;
-      for (size_t p : g)
-        if (product(shape_of(m.plans[p].root)) != 0) outs.push_back({m.plans[p].root, ids.at(m.plans[p].root.get())});
+      for (size_t p : g) {
+        const UOp& r = m.plans[p].root;
+        if (product(shape_of(r.op() == Op::ASSIGN ? r.src(1) : r)) != 0) outs.push_back({r, ids.at(r.get())});
+      }
       if (outs.empty()) continue;  // nothing to compute
       KernelWriter w(ids);
       ScheduledKernel sk = w.write(outs);

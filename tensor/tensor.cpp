@@ -361,6 +361,14 @@ Tensor Tensor::rshift(int64_t bits) const {
   if (!dtype().is_int()) fail("rshift", "takes integer tensors, not " + dtype().name());
   return binary(*this, Tensor::full({}, static_cast<double>(bits), dtype(), device()), Op::SHR, "rshift");
 }
+Tensor Tensor::lshift(const Tensor& bits) const {
+  require_int(*this, "lshift"), require_int(bits, "lshift");
+  return binary(*this, bits.cast(dtype()), Op::SHL, "lshift");
+}
+Tensor Tensor::rshift(const Tensor& bits) const {
+  require_int(*this, "rshift"), require_int(bits, "rshift");
+  return binary(*this, bits.cast(dtype()), Op::SHR, "rshift");
+}
 
 Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   DType dt = ir::least_upper_dtype(a.dtype(), b.dtype());
@@ -662,6 +670,42 @@ Tensor Tensor::repeat(Axes times) const {
 }
 
 Tensor Tensor::contiguous() const { return make(UOp::make(Op::CONTIGUOUS, dtype(), {uop()}), {this}); }
+
+namespace {
+// Whether u is a whole buffer: BUFFER, or RESHAPEs of one.
+bool whole_buffer(const UOp& u) {
+  const UOp* n = &u;
+  while (n->op() == Op::RESHAPE) n = &n->src(0);
+  return n->op() == Op::BUFFER;
+}
+}  // namespace
+
+Tensor& Tensor::assign(const Tensor& value) {
+  if (!whole_buffer(uop())) realize();
+  Tensor v = value.cast(dtype()).expand(Axes(shape().begin(), shape().end()));
+  h_->node = make(UOp::make(Op::ASSIGN, dtype(), {uop(), v.uop()}, int64_t{-1}), {this, &v}).h_->node;
+  return *this;
+}
+
+Tensor& Tensor::assign_at(int64_t axis, const Tensor& index, const Tensor& value) {
+  int64_t a = norm_axis(axis, ndim(), "assign_at");
+  if (!index.dtype().is_int()) fail("assign_at", "the index must be an integer tensor, not " + index.dtype().name());
+  if (index.ndim() != 1) fail("assign_at", "the index must be 1-D, is " + shape_text(index.shape()));
+  Axes want(shape().begin(), shape().end());
+  want[a] = index.shape()[0];
+  if (value.ndim() > ndim()) fail("assign_at", "value " + shape_text(value.shape()) + " has more axes than target " + shape_text(shape()));
+  if (!whole_buffer(uop())) realize();
+  Tensor v = value.cast(dtype());
+  for (int64_t d = 0; d < ndim(); ++d) {
+    int64_t vd = d - (ndim() - v.ndim());
+    if (vd >= 0 && v.shape()[vd] != want[d] && v.shape()[vd] != 1)
+      fail("assign_at", "value " + shape_text(value.shape()) + " does not fit target " + shape_text(shape()) + " with " + std::to_string(want[a]) +
+                            " indices on axis " + std::to_string(a));
+  }
+  v = v.expand(want);
+  h_->node = make(UOp::make(Op::ASSIGN, dtype(), {uop(), v.uop(), index.uop()}, a), {this, &v, &index}).h_->node;
+  return *this;
+}
 
 Tensor Tensor::cat(std::span<const Tensor> ts, int64_t axis) {
   if (ts.empty()) fail("cat", "no tensors");

@@ -124,6 +124,8 @@ class Tensor {
   Tensor logical_not() const;
   Tensor lshift(int64_t bits) const;
   Tensor rshift(int64_t bits) const;
+  Tensor lshift(const Tensor& bits) const;  // per element (broadcast); amounts in [0, bit width)
+  Tensor rshift(const Tensor& bits) const;
   Tensor where(const Tensor& a, const Tensor& b) const;  // this is the condition
   Tensor where(double a, const Tensor& b) const;
   Tensor where(const Tensor& a, double b) const;
@@ -171,6 +173,16 @@ class Tensor {
   Tensor flatten(int64_t start = 0, int64_t end = -1) const;
   Tensor repeat(Axes times) const;
   Tensor contiguous() const;  // a buffer boundary: the value is computed once into memory
+
+  // ---- in-place writes ----
+  // Overwrite this tensor's buffer — lazily, like any op: the write runs in the next realize that
+  // reaches this tensor. It must be a whole buffer in its own shape (a lazy tensor is realized first);
+  // every copy of this handle then sees the new values. Tensors made from it before the write and
+  // realized together with it read the old values (their kernels run before the write).
+  Tensor& assign(const Tensor& value);  // value broadcast to this shape, cast to this dtype
+  // this[..., index[t], ...] = value[..., t, ...] along `axis` (index 1-D integer; a KV cache's row
+  // write at a variable position). Out-of-range indices write nothing.
+  Tensor& assign_at(int64_t axis, const Tensor& index, const Tensor& value);
   static Tensor cat(std::span<const Tensor> ts, int64_t axis = 0);
   static Tensor stack(std::span<const Tensor> ts, int64_t axis = 0);
   std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t axis = 0) const;

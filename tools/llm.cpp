@@ -1,37 +1,73 @@
-// `ugpu llm --info MODEL.gguf`: what a GGUF file holds — architecture, size, quantization mix,
-// tokenizer, every metadata key and every tensor. (Generation from the file is the rest of issue 20.)
+// `ugpu llm`: text from a GGUF model on any device (docs/llm.md).
+//   ugpu llm MODEL.gguf --prompt "..." [-n 128] [--device D] [--temperature T] [--top-k K] [--top-p P]
+//            [--seed S] [--context C] [--chat [--system TEXT]]
+//   ugpu llm --info MODEL.gguf
+// Tokens stream to stdout as they are made; loading progress and the figures (prompt and decode
+// tokens/s, time to first token, peak device memory) go to stderr. A file that cannot be used (not
+// GGUF, truncated, an unknown architecture or tensor type, a missing tensor, too large for the
+// device) is one line on stderr and exit code 2.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+#include "llm/generate.h"
 #include "llm/gguf.h"
+#include "llm/testmodel.h"
+#include "tools/args.h"
 #include "tools/demo.h"
 
 namespace ugpu::tools {
 
-int llm_command(const std::vector<std::string>& args) {
-  std::string path;
-  bool info = false;
+namespace {
+
+const char* kLlmUsage =
+    "usage: ugpu llm MODEL.gguf --prompt TEXT [-n N] [--device D] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--context C]\n"
+    "       ugpu llm MODEL.gguf --chat [--system TEXT] [...]\n"
+    "       ugpu llm --info MODEL.gguf\n"
+    "       ugpu llm --make-test-model OUT.gguf [--arch llama|qwen2|qwen3|mistral] [--weights "
+    "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m]\n"
+    "                [--tokenizer llama|gpt2|gpt2-llama3] [--dim D] [--layers L] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context C]\n"
+    "                [--seed S] [--tied]   (a random-weight model with a trained tokenizer, for trying ugpu without downloading one)\n";
+
+// `--make-test-model OUT.gguf [options]`: llm/testmodel.h's generator from the command line.
+int make_test_model(const std::vector<std::string>& args) {
+  llm::TestModelSpec spec;
+  std::string out;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--info") info = true;
-    else if (!args[i].empty() && args[i][0] == '-') {
-      std::fprintf(stderr, "ugpu llm: unknown option '%s'\nusage: ugpu llm --info MODEL.gguf\n", args[i].c_str());
-      return 2;
-    } else if (path.empty()) path = args[i];
-    else {
-      std::fprintf(stderr, "ugpu llm: one model file, please ('%s' and '%s' given)\n", path.c_str(), args[i].c_str());
-      return 2;
-    }
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw Error(a + " needs a value");
+      return args[++i];
+    };
+    auto integer = [&](int64_t& field) { field = parse_integer(value(), a, 1, int64_t{1} << 24); };
+    if (a == "--make-test-model") out = value();
+    else if (a == "--arch") spec.arch = value();
+    else if (a == "--weights") spec.weights = value();
+    else if (a == "--tokenizer") spec.tokenizer = value();
+    else if (a == "--dim") integer(spec.dim);
+    else if (a == "--layers") integer(spec.layers);
+    else if (a == "--heads") integer(spec.heads);
+    else if (a == "--kv-heads") integer(spec.kv_heads);
+    else if (a == "--ffn") integer(spec.ffn);
+    else if (a == "--vocab") integer(spec.vocab);
+    else if (a == "--context") integer(spec.context);
+    else if (a == "--seed") spec.seed = static_cast<uint64_t>(parse_integer(value(), a, 0, INT64_MAX));
+    else if (a == "--tied") spec.tied_output = true;
+    else throw Error("--make-test-model: unknown option '" + a + "'");
   }
-  if (path.empty()) {
-    std::fprintf(stderr, "usage: ugpu llm --info MODEL.gguf\n");
-    return 2;
-  }
-  if (!info) {
-    std::fprintf(stderr, "ugpu llm: generating text is not built yet; `ugpu llm --info %s` shows what the file holds\n", path.c_str());
-    return 2;
-  }
+  llm::write_test_model(spec, out);
+  std::fprintf(stderr, "wrote %s: %s %s, dim %ld, %ld layers, vocabulary %ld\n", out.c_str(), spec.arch.c_str(), spec.weights.c_str(), long(spec.dim),
+               long(spec.layers), long(spec.vocab));
+  return 0;
+}
+
+int info_command(const std::string& path) {
   llm::GgufFile f = llm::GgufFile::open(path);
   auto str = [&](const std::string& key) -> std::string {
     const llm::GgufValue* v = f.find(key);
@@ -40,6 +76,9 @@ int llm_command(const std::vector<std::string>& args) {
   std::printf("file: %s (%zu bytes, GGUF version %u, alignment %lu)\n", path.c_str(), f.size(), f.version, static_cast<unsigned long>(f.alignment));
   std::string arch = str("general.architecture");
   std::printf("architecture: %s    name: %s\n", arch.c_str(), str("general.name").c_str());
+  try {
+    std::printf("configuration: %s\n", llm::ModelConfig::from_gguf(f).describe().c_str());
+  } catch (const Error& e) { std::printf("configuration: not runnable by ugpu (%s)\n", e.what()); }
   int64_t params = 0;
   uint64_t bytes = 0;
   std::map<std::string, std::pair<int, uint64_t>> mix;  // type -> (tensors, bytes)
@@ -56,7 +95,7 @@ int llm_command(const std::vector<std::string>& args) {
   for (const auto& [type, m] : mix) std::printf(" %s %d tensors (%.1f MiB);", type.c_str(), m.first, static_cast<double>(m.second) / (1 << 20));
   std::printf("\n");
   const llm::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
-  std::printf("tokenizer: %s, %zu tokens\n", str("tokenizer.ggml.model").c_str(),
+  std::printf("tokenizer: %s (pre-tokenizer %s), %zu tokens\n", str("tokenizer.ggml.model").c_str(), str("tokenizer.ggml.pre").c_str(),
               tokens && tokens->type == llm::GgufValue::Type::Array ? tokens->as_array().size() : size_t{0});
   std::printf("\nmetadata (%zu keys):\n", f.metadata.size());
   for (const auto& [key, value] : f.metadata) std::printf("  %-40s %s\n", key.c_str(), value.to_string().c_str());
@@ -66,6 +105,144 @@ int llm_command(const std::vector<std::string>& args) {
     for (int64_t d : t.dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     std::printf("  %-40s %-5s [%s]  %lu bytes at %lu\n", t.name.c_str(), llm::ggml_type_info(static_cast<uint32_t>(t.type))->name, dims.c_str(),
                 static_cast<unsigned long>(t.bytes), static_cast<unsigned long>(t.offset));
+  }
+  return 0;
+}
+
+void print_stats(const llm::GenerateStats& s) {
+  std::fprintf(stderr,
+               "\nprompt: %ld tokens, %.1f tokens/s | decode: %ld tokens, %.2f tokens/s | first token after %.3f s | peak device memory %.1f MiB\n",
+               long(s.prompt_tokens), s.prompt_tps(), long(s.generated), s.decode_tps(), s.first_token_s,
+               static_cast<double>(s.peak_device_bytes) / (1 << 20));
+}
+
+}  // namespace
+
+int llm_command(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "--make-test-model") return make_test_model(args);
+  std::string path, prompt, device, system;
+  bool info = false, chat = false, have_prompt = false;
+  int64_t n = 128, context = 0;
+  llm::SamplingOptions so;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw Error(a + " needs a value");
+      return args[++i];
+    };
+    auto number = [&](const std::string& what) {
+      const std::string& v = value();
+      try {
+        size_t used = 0;
+        double d = std::stod(v, &used);
+        if (used == v.size()) return d;
+      } catch (const std::exception&) {}
+      throw Error(what + " takes a number, not '" + v + "'");
+    };
+    if (a == "--info") info = true;
+    else if (a == "--prompt" || a == "-p") prompt = value(), have_prompt = true;
+    else if (a == "-n") n = parse_integer(value(), "-n", 1, int64_t{1} << 30);
+    else if (a == "--device") device = value();
+    else if (a == "--temperature") so.temperature = number("--temperature");
+    else if (a == "--top-k") so.top_k = parse_integer(value(), "--top-k", 0, int64_t{1} << 30);
+    else if (a == "--top-p") so.top_p = number("--top-p");
+    else if (a == "--seed") so.seed = static_cast<uint64_t>(parse_integer(value(), "--seed", 0, INT64_MAX));
+    else if (a == "--context") context = parse_integer(value(), "--context", 1, int64_t{1} << 24);
+    else if (a == "--chat") chat = true;
+    else if (a == "--system") system = value();
+    else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "ugpu llm: unknown option '%s'\n%s", a.c_str(), kLlmUsage);
+      return 2;
+    } else if (path.empty()) path = a;
+    else {
+      std::fprintf(stderr, "ugpu llm: one model file, please ('%s' and '%s' given)\n", path.c_str(), a.c_str());
+      return 2;
+    }
+  }
+  if (path.empty() || (!info && !have_prompt && !chat)) {
+    std::fprintf(stderr, "%s", kLlmUsage);
+    return 2;
+  }
+  llm::GgufFile f;
+  std::optional<llm::Model> model;
+  std::optional<llm::Tokenizer> tok;
+  try {  // what is wrong with the file: one line, exit code 2
+    if (info) return info_command(path);
+    f = llm::GgufFile::open(path);
+    llm::ModelConfig cfg = llm::ModelConfig::from_gguf(f);
+    tok = llm::Tokenizer::from_gguf(f);
+    bool tty = isatty(2);
+    std::string dev = device.empty() ? tensor::default_device() : device;
+    std::fprintf(stderr, "ugpu llm: %s on %s\n", cfg.describe().c_str(), dev.c_str());
+    auto t0 = std::chrono::steady_clock::now();
+    model = llm::Model::load(f, dev, context, [&](size_t done, size_t total, int64_t bytes) {
+      if (tty || done == total)
+        std::fprintf(stderr, "\rloading: %zu/%zu tensors, %.1f MiB%s", done, total, static_cast<double>(bytes) / (1 << 20),
+                     done == total ? "" : "   ");
+    });
+    std::fprintf(stderr, " in %.2f s (KV cache %.1f MiB for %ld positions)\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), static_cast<double>(model->cache_bytes()) / (1 << 20),
+                 long(model->max_context()));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ugpu llm: %s\n", e.what());
+    return 2;
+  }
+
+  llm::Generator gen(*model, so);
+  auto stream = [&](int32_t id) {
+    if (tok->is_eog(id)) return false;
+    std::string piece = tok->piece(id, false);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  if (!chat) {
+    std::vector<int32_t> ids = tok->encode(prompt, true, false);
+    std::string echo = prompt;
+    std::fwrite(echo.data(), 1, echo.size(), stdout);
+    print_stats(gen.generate(ids, n, stream));
+    return 0;
+  }
+  llm::ChatFormat fmt;
+  try {
+    fmt = llm::chat_format(f);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ugpu llm: %s\n", e.what());
+    return 2;
+  }
+  // The conversation so far, as tokens already in the cache: each turn prefills only what is new.
+  std::vector<llm::ChatMessage> messages;
+  if (!system.empty()) messages.push_back({"system", system});
+  std::vector<int32_t> in_cache;
+  std::string line;
+  bool first = true;
+  while (true) {
+    if (first && have_prompt) line = prompt;
+    else {
+      std::fprintf(stderr, "\n> ");
+      if (!std::getline(std::cin, line)) break;
+    }
+    first = false;
+    if (line.empty()) continue;
+    messages.push_back({"user", line});
+    std::vector<int32_t> ids = tok->encode(llm::chat_prompt(fmt, messages), true, true);
+    size_t common = 0;
+    while (common < in_cache.size() && common < ids.size() && in_cache[common] == ids[common]) ++common;
+    if (common < in_cache.size() || common == ids.size()) common = 0, gen.reset();  // the text before changed: start over
+    std::vector<int32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(common), ids.end());
+    std::string reply;
+    std::vector<int32_t> reply_ids;
+    llm::GenerateStats s = gen.generate(fresh, n, [&](int32_t id) {
+      reply_ids.push_back(id);
+      if (tok->is_eog(id)) return false;
+      reply += tok->piece(id, false);
+      return stream(id);
+    });
+    print_stats(s);
+    messages.push_back({"assistant", reply});
+    // In the cache now: the prompt and every reply token but the last (sampled, never fed back).
+    in_cache = ids;
+    if (!reply_ids.empty()) in_cache.insert(in_cache.end(), reply_ids.begin(), reply_ids.end() - 1);
   }
   return 0;
 }

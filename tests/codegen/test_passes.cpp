@@ -51,6 +51,25 @@ TEST_CASE("magic-number division never shifts a narrow type by its width or more
   }
 }
 
+TEST_CASE("a load's gate survives a WHERE on the same condition around its value (issue 20: Q4_0 decoding faulted)") {
+  // WHERE(15 < x, load(x - 16 gated by 15 < x), 0): the WHERE computes both sides, so the gate must
+  // stay a gate; simplified to `true` by the WHERE's condition, lanes x < 16 read before the buffer.
+  auto k = kernel(
+      "out = DEFINE_GLOBAL:float* {0}\nin = DEFINE_GLOBAL:uint8* {1}\nr = RANGE(64) {0, GLOBAL}\nx = r % 32\nc = 15 < x\n"
+      "SINK(END(STORE(INDEX:float*(out, r), CAST:float(WHERE(c, CAST:int32(LOAD:uint8(INDEX:uint8*(in, WHERE(c, (r // 32) * 16 + x - 16, "
+      "INVALID)))), 0))), r))\n");
+  UOp lowered = lower(k, x86()).sink;
+  int gated = 0;
+  for (const UOp& u : lowered.toposort())
+    if (u.op() == ir::Op::INDEX && u.src().size() == 3) gated += !u.src(2).is_const();
+  CHECK(gated == 1);
+  std::vector<uint8_t> bytes(32);
+  for (int i = 0; i < 32; ++i) bytes[i] = static_cast<uint8_t>(i + 1);
+  Buf in = Buf::of(bytes), out = Buf::zeros<float>(64);
+  run_x86(k, {&out, &in});
+  for (int r = 0; r < 64; ++r) CHECK(out.as<float>(64)[r] == (r % 32 > 15 ? float(r / 32 * 16 + r % 32 - 16 + 1) : 0.0f));
+}
+
 TEST_CASE("index math narrows to int32 where bounds allow and widens where they do not") {
   auto k = kernel(R"(out = DEFINE_GLOBAL:float* {0}
 i = RANGE(70000) {0, LOOP}

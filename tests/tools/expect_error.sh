@@ -1,7 +1,7 @@
 #!/bin/sh
 # expect_error.sh TEXT COMMAND...: passes when COMMAND exits with status 1 (an error, not a crash or
-# a usage exit) and its standard error contains TEXT; standard output goes to /dev/full when TEXT
-# starts with "writing the output failed".
+# a usage exit; $EXPECT_STATUS when set, as 2 for a bad input file) and its standard error contains
+# TEXT; standard output goes to /dev/full when TEXT starts with "writing the output failed".
 text=$1
 shift
 case "$text" in
@@ -10,7 +10,8 @@ case "$text" in
 esac
 status=$?
 printf '%s\n' "$err"
-[ "$status" -eq 1 ] || { echo "expect_error: exit status $status, not 1"; exit 1; }
+want=${EXPECT_STATUS:-1}
+[ "$status" -eq "$want" ] || { echo "expect_error: exit status $status, not $want"; exit 1; }
 case "$err" in
   *"$text"*) exit 0 ;;
   *) echo "expect_error: the error does not say: $text"; exit 1 ;;
