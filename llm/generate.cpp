@@ -164,12 +164,22 @@ std::string chat_prompt(ChatFormat fmt, std::span<const ChatMessage> messages, b
       for (const ChatMessage& m : messages) {
         if (m.role == "system") system += m.content + "\n\n";
         else if (m.role == "user") out += "[INST] " + system + m.content + " [/INST]", system.clear();
-        else out += " " + m.content + "</s>";
+        else out += m.content + "</s>";
       }
       break;
     }
   }
   return out;
+}
+
+std::string chat_continuation(ChatFormat fmt, std::span<const ChatMessage> messages, const ChatMessage& next) {
+  if (messages.empty() || messages.back().role != "assistant") throw Error("chat_continuation: the conversation must end with a reply");
+  const std::string marker = "\x01ugpu-reply-end\x01";
+  std::vector<ChatMessage> m(messages.begin(), messages.end());
+  m.back().content = marker;
+  m.push_back(next);
+  std::string full = chat_prompt(fmt, m, true);
+  return full.substr(full.find(marker) + marker.size());
 }
 
 }  // namespace ugpu::llm

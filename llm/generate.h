@@ -85,5 +85,9 @@ enum class ChatFormat { Llama3, ChatML, Mistral };
 ChatFormat chat_format(const GgufFile& f);
 // The text for `messages`, ending with the assistant's header so the model answers next.
 std::string chat_prompt(ChatFormat fmt, std::span<const ChatMessage> messages, bool add_assistant_header = true);
+// What follows the last message — an assistant reply as the model generated it — when `next` is
+// said: the reply's end marker, the new turn and the assistant's header. A chat feeds only this (the
+// conversation before it stays in the KV cache, as the tokens that were generated, not re-encoded).
+std::string chat_continuation(ChatFormat fmt, std::span<const ChatMessage> messages, const ChatMessage& next);
 
 }  // namespace ugpu::llm

@@ -838,9 +838,9 @@ SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes) {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  auto [bytes, owner] = map_file(path);
-  SafetensorsFile f = in_file(path, [&] { return parse(bytes); });
-  f.mapping_ = std::move(owner);
+  auto mapped = map_file(path);
+  SafetensorsFile f = in_file(path, [&] { return parse(mapped.first); });
+  f.mapping_ = std::move(mapped.second);
   return f;
 }
 

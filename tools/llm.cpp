@@ -6,6 +6,7 @@
 // tokens/s, time to first token, peak device memory) go to stderr. A file that cannot be used (not
 // GGUF, truncated, an unknown architecture or tensor type, a missing tensor, too large for the
 // device) is one line on stderr and exit code 2.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "common/error.h"
 #include "llm/generate.h"
 #include "llm/gguf.h"
+#include "llm/safetensors.h"
 #include "llm/testmodel.h"
 #include "tools/args.h"
 #include "tools/demo.h"
@@ -30,6 +32,7 @@ const char* kLlmUsage =
     "usage: ugpu llm MODEL.gguf --prompt TEXT [-n N] [--device D] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--context C]\n"
     "       ugpu llm MODEL.gguf --chat [--system TEXT] [...]\n"
     "       ugpu llm --info MODEL.gguf\n"
+    "       (MODEL.gguf may also be a Hugging Face model directory: config.json, safetensors F32/F16/BF16, tokenizer.json)\n"
     "       ugpu llm --make-test-model OUT.gguf [--arch llama|qwen2|qwen3|mistral] [--weights "
     "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m]\n"
     "                [--tokenizer llama|gpt2|gpt2-llama3] [--dim D] [--layers L] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context C]\n"
@@ -67,13 +70,25 @@ int make_test_model(const std::vector<std::string>& args) {
   return 0;
 }
 
+bool is_directory(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A GGUF file, or a Hugging Face directory read as one (llm/safetensors.h).
+llm::GgufFile open_model(const std::string& path) { return is_directory(path) ? llm::load_hf_directory(path) : llm::GgufFile::open(path); }
+
 int info_command(const std::string& path) {
-  llm::GgufFile f = llm::GgufFile::open(path);
+  llm::GgufFile f = open_model(path);
   auto str = [&](const std::string& key) -> std::string {
     const llm::GgufValue* v = f.find(key);
     return v && v->type == llm::GgufValue::Type::String ? v->as_string() : "?";
   };
-  std::printf("file: %s (%zu bytes, GGUF version %u, alignment %lu)\n", path.c_str(), f.size(), f.version, static_cast<unsigned long>(f.alignment));
+  if (is_directory(path)) {
+    std::printf("directory: %s (Hugging Face, %zu bytes of safetensors)\n", path.c_str(), f.size());
+  } else {
+    std::printf("file: %s (%zu bytes, GGUF version %u, alignment %lu)\n", path.c_str(), f.size(), f.version, static_cast<unsigned long>(f.alignment));
+  }
   std::string arch = str("general.architecture");
   std::printf("architecture: %s    name: %s\n", arch.c_str(), str("general.name").c_str());
   try {
@@ -168,7 +183,7 @@ int llm_command(const std::vector<std::string>& args) {
   std::optional<llm::Tokenizer> tok;
   try {  // what is wrong with the file: one line, exit code 2
     if (info) return info_command(path);
-    f = llm::GgufFile::open(path);
+    f = open_model(path);
     llm::ModelConfig cfg = llm::ModelConfig::from_gguf(f);
     tok = llm::Tokenizer::from_gguf(f);
     bool tty = isatty(2);
@@ -210,12 +225,13 @@ int llm_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ugpu llm: %s\n", e.what());
     return 2;
   }
-  // The conversation so far, as tokens already in the cache: each turn prefills only what is new.
+  // The conversation stays in the KV cache as it was fed and generated: each turn feeds only what
+  // follows the last reply (its end marker, the new turn, the assistant's header).
   std::vector<llm::ChatMessage> messages;
   if (!system.empty()) messages.push_back({"system", system});
-  std::vector<int32_t> in_cache;
   std::string line;
   bool first = true;
+  int32_t unfed = -1;  // the last reply's last token: sampled, never fed back
   while (true) {
     if (first && have_prompt) line = prompt;
     else {
@@ -224,25 +240,32 @@ int llm_command(const std::vector<std::string>& args) {
     }
     first = false;
     if (line.empty()) continue;
-    messages.push_back({"user", line});
-    std::vector<int32_t> ids = tok->encode(llm::chat_prompt(fmt, messages), true, true);
-    size_t common = 0;
-    while (common < in_cache.size() && common < ids.size() && in_cache[common] == ids[common]) ++common;
-    if (common < in_cache.size() || common == ids.size()) common = 0, gen.reset();  // the text before changed: start over
-    std::vector<int32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(common), ids.end());
+    llm::ChatMessage turn{"user", line};
+    std::vector<int32_t> feed;
+    if (messages.empty() || messages.back().role != "assistant") {
+      messages.push_back(turn);
+      feed = tok->encode(llm::chat_prompt(fmt, messages), true, true);
+    } else {
+      if (unfed >= 0 && !tok->is_eog(unfed)) feed.push_back(unfed);
+      std::vector<int32_t> more = tok->encode(llm::chat_continuation(fmt, messages, turn), false, true);
+      feed.insert(feed.end(), more.begin(), more.end());
+      messages.push_back(turn);
+    }
+    if (gen.position() + static_cast<int64_t>(feed.size()) + n > model->max_context()) {  // full: start over with this turn alone
+      std::fprintf(stderr, "(the context is full: starting a new conversation)\n");
+      messages.erase(messages.begin() + (system.empty() ? 0 : 1), messages.end() - 1);
+      gen.reset();
+      feed = tok->encode(llm::chat_prompt(fmt, messages), true, true);
+    }
     std::string reply;
-    std::vector<int32_t> reply_ids;
-    llm::GenerateStats s = gen.generate(fresh, n, [&](int32_t id) {
-      reply_ids.push_back(id);
+    llm::GenerateStats s = gen.generate(feed, n, [&](int32_t id) {
+      unfed = id;
       if (tok->is_eog(id)) return false;
       reply += tok->piece(id, false);
       return stream(id);
     });
     print_stats(s);
     messages.push_back({"assistant", reply});
-    // In the cache now: the prompt and every reply token but the last (sampled, never fed back).
-    in_cache = ids;
-    if (!reply_ids.empty()) in_cache.insert(in_cache.end(), reply_ids.begin(), reply_ids.end() - 1);
   }
   return 0;
 }

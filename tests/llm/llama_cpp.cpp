@@ -42,6 +42,8 @@ struct Api {
   void (*memory_clear)(void*, bool);
   void (*free_ctx)(void*);
   void (*model_free)(void*);
+  const char* (*model_chat_template)(const void*, const char*);
+  int32_t (*chat_apply_template)(const char*, const void*, size_t, bool, char*, int32_t);
 };
 
 Api g_api;
@@ -95,7 +97,8 @@ LlamaCpp* LlamaCpp::get(std::string* why) {
               bind(llama, "llama_decode", a.decode, &reason) && bind(llama, "llama_get_logits_ith", a.get_logits_ith, &reason) &&
               bind(llama, "llama_set_n_threads", a.set_n_threads, &reason) && bind(llama, "llama_get_memory", a.get_memory, &reason) &&
               bind(llama, "llama_memory_clear", a.memory_clear, &reason) && bind(llama, "llama_free", a.free_ctx, &reason) &&
-              bind(llama, "llama_model_free", a.model_free, &reason);
+              bind(llama, "llama_model_free", a.model_free, &reason) && bind(llama, "llama_model_chat_template", a.model_chat_template, &reason) &&
+              bind(llama, "llama_chat_apply_template", a.chat_apply_template, &reason);
     if (!ok) return;
     // The documented defaults of the fields written (n_ctx 512, n_batch 2048, n_ubatch 512, n_seq_max 1).
     Block c = a.context_default_params();
@@ -171,5 +174,24 @@ std::vector<float> LlamaCpp::Session::eval(std::span<const int32_t> tokens) {
 }
 
 void LlamaCpp::Session::clear() { g_api.memory_clear(g_api.get_memory(ctx_), true); }
+
+std::string LlamaCpp::Session::chat(const std::vector<std::pair<std::string, std::string>>& role_content, bool add_assistant) const {
+  const char* tmpl = g_api.model_chat_template(model_, nullptr);
+  if (!tmpl) throw Error("the model has no chat template");
+  struct Message {  // llama_chat_message
+    const char* role;
+    const char* content;
+  };
+  std::vector<Message> m;
+  for (const auto& [r, c] : role_content) m.push_back({r.c_str(), c.c_str()});
+  std::vector<char> buf(4096);
+  int32_t n = g_api.chat_apply_template(tmpl, m.data(), m.size(), add_assistant, buf.data(), static_cast<int32_t>(buf.size()));
+  if (n > static_cast<int32_t>(buf.size())) {
+    buf.resize(static_cast<size_t>(n));
+    n = g_api.chat_apply_template(tmpl, m.data(), m.size(), add_assistant, buf.data(), static_cast<int32_t>(buf.size()));
+  }
+  if (n < 0) throw Error("llama.cpp does not know this chat template");
+  return std::string(buf.data(), static_cast<size_t>(n));
+}
 
 }  // namespace ugpu::test

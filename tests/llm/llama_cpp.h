@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ugpu::test {
@@ -35,6 +36,9 @@ class LlamaCpp {
     // Feeds tokens after those fed before (one batch) and returns the last one's logits.
     std::vector<float> eval(std::span<const int32_t> tokens);
     void clear();  // forget the sequence (the KV cache)
+    // llama.cpp's rendering of a conversation with the model's chat template (llama_chat_apply_template),
+    // ending with the assistant's header when add_assistant.
+    std::string chat(const std::vector<std::pair<std::string, std::string>>& role_content, bool add_assistant) const;
 
    private:
     void* model_ = nullptr;

@@ -80,6 +80,29 @@ TEST_CASE("llama.cpp: the same token ids from both tokenizers") {
   }
 }
 
+TEST_CASE("llama.cpp: chat prompts as llama.cpp renders the file's template") {
+  LlamaCpp* lib = reference();
+  if (!lib) return;
+  for (auto [arch, tk] : {std::pair{"llama", "gpt2-llama3"}, std::pair{"qwen2", "gpt2"}, std::pair{"qwen3", "gpt2"}, std::pair{"mistral", "llama"}}) {
+    llm::TestModelSpec spec;
+    spec.arch = arch, spec.tokenizer = tk, spec.layers = 1, spec.vocab = 1024;
+    std::string path = model_file(spec);
+    llm::GgufFile f = llm::GgufFile::open(path);
+    LlamaCpp::Session ref(path, 64, 1);
+    std::vector<llm::ChatMessage> msgs{{"system", "You are terse."}, {"user", "Hi there"}, {"assistant", "Hello."}, {"user", "What is 2+2?"}};
+    if (std::string(arch) == "mistral") msgs.erase(msgs.begin());  // the [INST] form folds a system prompt into the first turn
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (const auto& m : msgs) pairs.push_back({m.role, m.content});
+    llm::ChatFormat fmt = llm::chat_format(f);
+    std::string ours = llm::chat_prompt(fmt, msgs), theirs = ref.chat(pairs, true);
+    INFO(std::string(arch) << " " << std::string(tk) << "\nugpu:      " << ours << "\nllama.cpp: " << theirs);
+    // llama.cpp renders the BOS of the llama-3 and [INST] templates as text; ugpu's tokenizer adds it.
+    llm::Tokenizer tok = llm::Tokenizer::from_gguf(f);
+    CHECK(tok.encode(ours, true, true) == ref.tokenize(theirs, !(fmt != llm::ChatFormat::ChatML && theirs.rfind(tok.text(tok.bos()), 0) == 0), true));
+    std::remove(path.c_str());
+  }
+}
+
 TEST_CASE("llama.cpp: logits and greedy tokens agree, per architecture and weight type, on every device") {
   LlamaCpp* lib = reference();
   if (!lib) return;

@@ -50,6 +50,19 @@ with tempfile.TemporaryDirectory() as d:
     if "architecture: llama" not in out or "Q8_0" not in out:
         failures.append(f"--info does not show the architecture and types:\n{out}")
 
+    # --chat: two turns from stdin in a ChatML model; the second prefills only its own tokens (the
+    # first turn stays in the KV cache), then end of input ends the loop.
+    chat_model = os.path.join(d, "chat.gguf")
+    run("--make-test-model", chat_model, "--arch", "qwen2", "--weights", "q8_0", "--vocab", "512")
+    p = subprocess.run([ugpu, "llm", chat_model, "--chat", "--device", "cpu", "-n", "6", "--system", "Be brief."],
+                       input=b"Hello there\nAnd then?\n", capture_output=True, timeout=240)
+    err = p.stderr.decode(errors="replace")
+    turns = [int(l.split()[1]) for l in err.splitlines() if l.startswith("prompt:")]
+    if p.returncode != 0 or len(turns) != 2:
+        failures.append(f"--chat: exit {p.returncode}, {len(turns)} turns:\n{err}")
+    elif not turns[1] < turns[0]:
+        failures.append(f"--chat: the second turn prefilled {turns[1]} tokens, the first {turns[0]}: the cache was not reused")
+
     data = open(model, "rb").read()
 
     def variant(name, old, new):
@@ -81,4 +94,4 @@ with tempfile.TemporaryDirectory() as d:
 if failures:
     print("\n\n".join(failures))
     sys.exit(1)
-print("ugpu llm: generation on cpu and emu:amd, sampling, --info, and 6 kinds of bad file: all as expected")
+print("ugpu llm: generation on cpu and emu:amd, sampling, --info, --chat, and 6 kinds of bad file: all as expected")
