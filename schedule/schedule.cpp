@@ -204,6 +204,14 @@ class Marker {
     return postorder(groups.size(), [&](size_t g) -> const std::vector<size_t>& { return edges[g]; }, order);
   }
 
+  bool share_input(size_t p, size_t q) const {
+    for (int64_t id : plans[p].reads)
+      if (plans[q].reads.count(id)) return true;
+    for (NodeP d : plans[p].deps)
+      if (std::find(plans[q].deps.begin(), plans[q].deps.end(), d) != plans[q].deps.end()) return true;
+    return false;
+  }
+
   void group() {
     size_t n = plans.size();
     std::vector<std::vector<size_t>> deps = plan_edges();
@@ -223,6 +231,11 @@ class Marker {
       for (size_t g = 0; g < groups.size() && !placed && plans[p].root.op() != Op::ASSIGN; ++g) {
         if (plans[groups[g][0]].root.op() == Op::ASSIGN) continue;
         if (loops_of(*plans[groups[g][0]].root.shape()) != loops_of(*plans[p].root.shape())) continue;
+        // Only outputs that read something in common share a kernel (the point is the shared work):
+        // unrelated ones would all be computed at the start and live, in the arena, until their last use.
+        bool shares = false;
+        for (size_t q : groups[g]) shares = shares || share_input(p, q);
+        if (!shares) continue;
         bool unrelated = true;
         for (size_t q : groups[g]) unrelated = unrelated && !reach[p][q] && !reach[q][p];
         if (!unrelated) continue;

@@ -72,13 +72,17 @@ LlamaCpp* LlamaCpp::get(std::string* why) {
   std::call_once(once, [] {
     const char* env = std::getenv("UGPU_LLAMA_CPP");
     std::string dir = env ? env : std::string("/opt/ugpu/llama.cpp/") + kVersion;
-    std::string path = dir + "/libllama.v0.5.0.so";
+    // The CPU package names its libraries libllama.v0.5.0.so and libggml.v0.5.0.so; the CUDA one
+    // (@node-llama-cpp/linux-x64-cuda) libllama.cuda.v0.5.0.so and libggml.cuda.v0.5.0.so.
+    std::string flavor;
     struct stat st;
+    if (stat((dir + "/libllama.v0.5.0.so").c_str(), &st) != 0) flavor = "cuda.";
+    std::string path = dir + "/libllama." + flavor + "v0.5.0.so";
     if (stat(path.c_str(), &st) != 0) {
-      reason = "llama.cpp is not installed (" + path + " is missing; scripts/setup --tests fetches it from npm, or set UGPU_LLAMA_CPP)";
+      reason = "llama.cpp is not installed (" + dir + "/libllama.v0.5.0.so is missing; scripts/setup --tests fetches it from npm, or set UGPU_LLAMA_CPP)";
       return;
     }
-    void* ggml = dlopen((dir + "/libggml.v0.5.0.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
+    void* ggml = dlopen((dir + "/libggml." + flavor + "v0.5.0.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
     void* llama = ggml ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
     if (!llama) {
       const char* e = dlerror();
