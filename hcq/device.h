@@ -91,6 +91,9 @@ class Device {
   Buffer alloc(size_t bytes);
   MemoryStats memory_stats() const;
   void trim();  // hands cached and free chunk memory back to the driver
+  // The most memory of freed large buffers kept for reuse (256 MiB by default). A larger buffer, or
+  // one pushed out, goes back to the driver once the work submitted before its free has finished.
+  void set_cache_limit(size_t bytes) { cache_limit_ = bytes; }
   virtual DeviceInfo info() const = 0;
 
   // Kernels: the codegen target this device runs (find_target name), and loading a compiled one.

@@ -1,7 +1,8 @@
 // Device::alloc: the heap of small blocks (TLSF over driver chunks) and the LRU cache of large
 // buffers. Both defer reuse of freed memory until the device's timeline has passed the work that
 // was submitted before the free, so a buffer dropped while a kernel still reads it is not handed to
-// someone else under that kernel.
+// someone else under that kernel — nor given back to the driver under it: a large buffer the cache
+// does not keep (above the limit, or pushed out) waits in `dying` until its work is done.
 #include <algorithm>
 #include <cstring>
 #include <list>
@@ -32,7 +33,8 @@ struct Device::MemoryState {
   Device* dev;  // null once the device is gone: frees then release memory at once
   std::vector<std::unique_ptr<Chunk>> chunks;
   std::vector<Deferred> deferred;
-  std::list<Cached> cache;  // most recently freed first
+  std::list<Cached> cache;    // most recently freed first
+  std::vector<Cached> dying;  // large buffers to release (to the driver) once their work is done
   MemoryStats stats;
 
   explicit MemoryState(Device* d) : dev(d) {}
@@ -44,10 +46,12 @@ struct Device::MemoryState {
       d.chunk->ranges.free(d.addr);
       return true;
     });
+    std::erase_if(dying, [&](const Cached& c) { return done(c.when); });  // the last copy: the driver frees it
   }
   void trim_cache(size_t limit) {
     while (stats.cached_bytes > limit && !cache.empty()) {
       stats.cached_bytes -= cache.back().mem.size;
+      if (!done(cache.back().when)) dying.push_back(cache.back());
       cache.pop_back();
     }
     stats.cached = cache.size();
@@ -59,6 +63,7 @@ Buffer Device::alloc(size_t bytes) {
   std::shared_ptr<MemoryState> st = mem_;
   std::unique_lock lock(st->mu);
   size_t want = std::max<size_t>(bytes, 1), heap_bytes = (want + 255) / 256 * 256;
+  st->reclaim();
   auto sub = [&](MemoryState::Chunk& c, uint64_t addr) {
     Buffer b;
     b.va = addr, b.size = bytes;
@@ -75,7 +80,6 @@ Buffer Device::alloc(size_t bytes) {
     return b;
   };
   if (want <= heap_block_max_) {
-    st->reclaim();
     for (auto& c : st->chunks)
       if (auto a = c->ranges.alloc(want, 256)) return sub(*c, *a);
     Buffer m = alloc_memory(heap_chunk_);
@@ -98,9 +102,21 @@ Buffer Device::alloc(size_t bytes) {
     lock.unlock();  // the driver's allocation may be slow; it does not touch the cache
     try {
       mem = alloc_memory(rounded);
-    } catch (const Error&) {  // out of memory: give the cache back and try once more
+    } catch (const Error&) {  // out of memory: give the cache back and try again, after the work in flight if it holds memory
       trim();
-      mem = alloc_memory(rounded);
+      bool waiting;
+      {
+        std::lock_guard l(st->mu);
+        waiting = !st->dying.empty() || !st->deferred.empty();
+      }
+      if (!waiting) throw;
+      try {
+        mem = alloc_memory(rounded);
+      } catch (const Error&) {
+        synchronize();
+        trim();
+        mem = alloc_memory(rounded);
+      }
     }
     mem.size = rounded;
     lock.lock();
@@ -111,7 +127,11 @@ Buffer Device::alloc(size_t bytes) {
   b.size = bytes;
   b.owner = std::shared_ptr<void>(mem.host, [st, mem, limit = cache_limit_](void*) {
     std::lock_guard l(st->mu);
-    if (!st->dev || mem.size > limit) return;  // the memory goes with the last copy of `mem`
+    if (!st->dev) return;  // the memory goes with the last copy of `mem`
+    if (mem.size > limit) {
+      st->dying.push_back({mem, st->now()});
+      return;
+    }
     st->cache.push_front({mem, st->now()});
     st->stats.cached_bytes += mem.size;
     st->trim_cache(limit);
@@ -142,6 +162,7 @@ void Device::close_memory() {
   for (const auto& d : mem_->deferred) d.chunk->ranges.free(d.addr);
   mem_->deferred.clear();
   mem_->trim_cache(0);
+  mem_->dying.clear();
   mem_->dev = nullptr;
 }
 

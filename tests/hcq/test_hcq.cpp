@@ -717,6 +717,35 @@ TEST_CASE("hcq: device memory: small blocks share chunks, large ones are reused 
   });
 }
 
+TEST_CASE("hcq: device memory: a large buffer the cache does not keep stays mapped until the work that uses it is done") {
+  // Above the cache limit (an LLM prefill's arena) or pushed out of the cache: freed while a queued
+  // kernel still writes it, the memory must not go back to the driver under that kernel.
+  each_device([](hcq::Device& dev) {
+    dev.set_cache_limit(8 << 20);
+    auto inc = add_one(dev);
+    for (bool pushed_out : {false, true}) {
+      CAPTURE(pushed_out);
+      hcq::Buffer big = dev.alloc(pushed_out ? 6 << 20 : 12 << 20), src = dev.alloc(4000);
+      auto gate = dev.new_signal();
+      uint64_t v = dev.next_timeline();
+      auto q = dev.compute_queue();
+      Val args[] = {big.va, src.va};
+      q->wait(*gate, 1).exec(*inc, args).memory_barrier().signal(dev.timeline(), v);
+      q->submit();
+      big = {};  // dropped while the kernel waits to write it
+      if (pushed_out) {
+        hcq::Buffer b1 = dev.alloc(6 << 20), b2 = dev.alloc(6 << 20);  // freed in turn: the first freed goes out of the cache
+      }
+      hcq::Buffer more = dev.alloc(12 << 20);  // an allocation reclaims what is done (nothing yet)
+      gate->set(1);
+      dev.synchronize();
+      CHECK_FALSE(dev.failed());
+      hcq::Buffer after = dev.alloc(4000);  // and now releases it
+    }
+    dev.set_cache_limit(256 << 20);
+  });
+}
+
 TEST_CASE("hcq: range allocator (TLSF) against a reference: no overlaps, alignment, full coalescing") {
   hcq::RangeAllocator r(1 << 20, 64 << 20, 256);
   std::mt19937_64 rng(11);
