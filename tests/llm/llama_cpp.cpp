@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -51,6 +52,8 @@ std::string g_log;  // llama.cpp's warnings and errors since the last load
 std::mutex g_log_mu;
 
 void on_log(int level, const char* text, void*) {
+  static const bool all = std::getenv("UGPU_LLAMA_CPP_LOG") != nullptr;  // everything llama.cpp says, on stderr
+  if (all) std::fputs(text, stderr);
   if (level < 3) return;  // GGML_LOG_LEVEL_WARN = 3, ERROR = 4; info and debug are dropped
   std::lock_guard lock(g_log_mu);
   if (g_log.size() < 4000) g_log += text;
