@@ -60,6 +60,8 @@ struct MemoryStats {
   size_t chunks = 0, chunk_bytes = 0;   // driver mappings the heap carves
   size_t heap_used = 0;                 // bytes of heap blocks in use
   size_t cached = 0, cached_bytes = 0;  // freed large buffers kept for reuse
+  size_t large_bytes = 0;               // driver mappings of large buffers: in use, cached, or freed with work pending
+  size_t peak_bytes = 0;                // the most chunk_bytes + large_bytes held at once
   uint64_t cache_hits = 0, driver_allocs = 0;
 };
 
@@ -91,7 +93,8 @@ class Device {
   Buffer alloc(size_t bytes);
   MemoryStats memory_stats() const;
   void trim();  // hands cached and free chunk memory back to the driver
-  // The most memory of freed large buffers kept for reuse (256 MiB by default). A larger buffer, or
+  // The most memory of freed large buffers kept for reuse (256 MiB by default), for buffers allocated
+  // after the call (set it before allocating, from the thread that allocates). A larger buffer, or
   // one pushed out, goes back to the driver once the work submitted before its free has finished.
   void set_cache_limit(size_t bytes) { cache_limit_ = bytes; }
   virtual DeviceInfo info() const = 0;

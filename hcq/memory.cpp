@@ -46,12 +46,18 @@ struct Device::MemoryState {
       d.chunk->ranges.free(d.addr);
       return true;
     });
-    std::erase_if(dying, [&](const Cached& c) { return done(c.when); });  // the last copy: the driver frees it
+    std::erase_if(dying, [&](const Cached& c) {  // the last copy: the driver frees it
+      if (!done(c.when)) return false;
+      stats.large_bytes -= c.mem.size;
+      return true;
+    });
   }
+  void note_peak() { stats.peak_bytes = std::max(stats.peak_bytes, stats.chunk_bytes + stats.large_bytes); }
   void trim_cache(size_t limit) {
     while (stats.cached_bytes > limit && !cache.empty()) {
       stats.cached_bytes -= cache.back().mem.size;
       if (!done(cache.back().when)) dying.push_back(cache.back());
+      else stats.large_bytes -= cache.back().mem.size;
       cache.pop_back();
     }
     stats.cached = cache.size();
@@ -84,6 +90,7 @@ Buffer Device::alloc(size_t bytes) {
       if (auto a = c->ranges.alloc(want, 256)) return sub(*c, *a);
     Buffer m = alloc_memory(heap_chunk_);
     ++st->stats.driver_allocs, ++st->stats.chunks, st->stats.chunk_bytes += heap_chunk_;
+    st->note_peak();
     st->chunks.push_back(std::make_unique<MemoryState::Chunk>(MemoryState::Chunk{m, RangeAllocator(m.va, (heap_chunk_ + 255) / 256 * 256)}));
     return sub(*st->chunks.back(), *st->chunks.back()->ranges.alloc(want, 256));
   }
@@ -102,17 +109,17 @@ Buffer Device::alloc(size_t bytes) {
     lock.unlock();  // the driver's allocation may be slow; it does not touch the cache
     try {
       mem = alloc_memory(rounded);
-    } catch (const Error&) {  // out of memory: give the cache back and try again, after the work in flight if it holds memory
+    } catch (const Error&) {  // out of memory: give the cache back and try again, then after the work holding memory
       trim();
-      bool waiting;
-      {
-        std::lock_guard l(st->mu);
-        waiting = !st->dying.empty() || !st->deferred.empty();
-      }
-      if (!waiting) throw;
       try {
         mem = alloc_memory(rounded);
       } catch (const Error&) {
+        bool waiting;
+        {
+          std::lock_guard l(st->mu);
+          waiting = !st->dying.empty() || !st->deferred.empty();
+        }
+        if (!waiting) throw;
         synchronize();
         trim();
         mem = alloc_memory(rounded);
@@ -121,6 +128,8 @@ Buffer Device::alloc(size_t bytes) {
     mem.size = rounded;
     lock.lock();
     ++st->stats.driver_allocs;
+    st->stats.large_bytes += rounded;
+    st->note_peak();
   }
   st->stats.cached = st->cache.size();
   Buffer b = mem;

@@ -168,16 +168,20 @@ std::atomic<uint64_t> g_fake_id{0};
 }  // namespace
 
 UOp uop_given_valid(const UOp& valid, const UOp& x) {
-  // The gate of a masked access guards memory whatever `valid` says (a WHERE computes both of its
-  // sides), so it must not be simplified by it: `15 < i` gating a load inside WHERE(15 < i, ...) is
-  // not `true`. Gates wait behind opaque stand-ins until the end.
+  // Memory is touched whatever `valid` says (a WHERE computes both of its sides), so what decides
+  // which address an access reads must not be simplified by it: the gate of a masked access (`15 < i`
+  // gating a load inside WHERE(15 < i, ...) is not `true`), and the address of an unmasked one (`i % 16`
+  // is not `i` there, for the lanes past 15). Both wait behind opaque stand-ins until the end; the
+  // address of a masked access may simplify, its gate keeps it safe.
   std::unordered_map<UOp, UOp, UOpHash> hide, show;
+  auto opaque = [&](const UOp& e) {
+    if (e.is_const() || hide.count(e)) return;
+    UOp stand_in = UOp::var("\x01kept" + std::to_string(g_fake_id.fetch_add(1)), e.vmin(), e.vmax(), e.dtype());
+    hide.emplace(e, stand_in);
+    show.emplace(stand_in, e);
+  };
   for (const UOp& u : x.toposort())
-    if (u.op() == Op::INDEX && u.src().size() == 3 && !u.src(2).is_const() && !hide.count(u.src(2))) {
-      UOp stand_in = UOp::var("\x01gate" + std::to_string(g_fake_id.fetch_add(1)), 0, 1, dtypes::bool_);
-      hide.emplace(u.src(2), stand_in);
-      show.emplace(stand_in, u.src(2));
-    }
+    if (u.op() == Op::INDEX) opaque(u.src().size() == 3 ? u.src(2) : u.src(1));
   // Tighten each constrained expression's bounds, as a fresh variable standing in for it.
   std::vector<Fact> facts;
   auto add_fact = [&](const UOp& e, int64_t lo, int64_t hi) {

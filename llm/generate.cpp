@@ -93,7 +93,8 @@ int32_t Generator::prefill(std::span<const int32_t> tokens) {
     if (t < 0 || t >= m_.config().vocab)
       throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(m_.config().vocab));
   Tensor ids = Tensor::from(std::vector<int32_t>(tokens.begin(), tokens.end()), {n}, m_.device());
-  Tensor pos = Tensor::full({}, static_cast<double>(pos_), dt::int32, m_.device());
+  // The start as a variable: a chat's later turns (same length, another start) reuse the kernels.
+  Tensor pos = Tensor::variable("start", 0, m_.max_context() - 1, pos_, m_.device());
   Tensor logits = m_.forward(ids, pos);
   Tensor next = sample_on_device(logits, pos + static_cast<double>(n - 1)).realize();
   pos_ += n;
@@ -117,7 +118,7 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, int64_t n, co
   GenerateStats s;
   s.prompt_tokens = static_cast<int64_t>(prompt.size());
   hcq::Device& dev = tensor::device(m_.device());
-  auto note_memory = [&] { s.peak_device_bytes = std::max<int64_t>(s.peak_device_bytes, static_cast<int64_t>(dev.memory_stats().chunk_bytes)); };
+  auto note_memory = [&] { s.peak_device_bytes = static_cast<int64_t>(dev.memory_stats().peak_bytes); };
   if (n <= 0) return s;
   auto t0 = std::chrono::steady_clock::now();
   int32_t tok = prefill(prompt);

@@ -39,7 +39,7 @@ struct SamplingOptions {
 struct GenerateStats {
   int64_t prompt_tokens = 0, generated = 0;
   double prefill_s = 0, decode_s = 0, first_token_s = 0;  // first token: from the call to the first sampled token
-  int64_t peak_device_bytes = 0;                          // device memory mapped, highest seen
+  int64_t peak_device_bytes = 0;                          // the device's memory high-water mark so far (MemoryStats::peak_bytes)
   double prompt_tps() const { return prefill_s > 0 ? static_cast<double>(prompt_tokens) / prefill_s : 0; }
   double decode_tps() const { return decode_s > 0 && generated > 1 ? static_cast<double>(generated - 1) / decode_s : 0; }
 };

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "llm/unicode.h"
 
 namespace ugpu::llm::json {
 
@@ -186,24 +187,6 @@ class Parser {
     }
   }
 
-  static void put_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   // Four hex digits after "\u" at pos_ (which is at the 'u').
   uint32_t hex4() {
     size_t start = pos_ - 1;
@@ -294,7 +277,7 @@ class Parser {
             if (lo < 0xDC00 || lo > 0xDFFF) fail_at(at, "a \\u escape is a high surrogate without a low one after it");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
-          put_utf8(out, cp);
+          unicode::append_utf8(out, cp);
           continue;  // hex4 moved past the digits
         }
         default: fail("unknown escape '\\" + std::string(1, e) + "' in a string");

@@ -35,12 +35,16 @@ int64_t meta_int(const GgufFile& f, const std::string& key, std::optional<int64_
     throw Error("the file has no '" + key + "' (the model's configuration needs it)");
   }
   if (v->type == GgufValue::Type::Array) throw Error("'" + key + "' is an array (a value per layer); ugpu needs one value for all layers");
-  return v->as_int();
+  try {
+    return v->as_int();
+  } catch (const Error& e) { throw Error("'" + key + "': " + e.what()); }
 }
 
 double meta_float(const GgufFile& f, const std::string& key, double fallback) {
   const GgufValue* v = f.find(key);
-  return v ? v->as_float() : fallback;
+  try {
+    return v ? v->as_float() : fallback;
+  } catch (const Error& e) { throw Error("'" + key + "': " + e.what()); }
 }
 
 }  // namespace
@@ -58,7 +62,10 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   // ugpu.rope.neox: which pairs RoPE rotates, when the file says. Models read from Hugging Face
   // directories (llm/safetensors.h) keep their q/k rows as trained, which rotate halves ("neox"),
   // where llama.cpp's converter permutes llama's rows to rotate adjacent pairs.
-  if (const GgufValue* neox = f.find("ugpu.rope.neox")) c.rope_neox = neox->as_bool();
+  if (const GgufValue* neox = f.find("ugpu.rope.neox")) {
+    if (neox->type != GgufValue::Type::Bool) throw Error("'ugpu.rope.neox' must be a bool");
+    c.rope_neox = neox->as_bool();
+  }
   std::string p = c.arch + ".";
   c.dim = meta_int(f, p + "embedding_length", std::nullopt);
   c.layers = meta_int(f, p + "block_count", std::nullopt);
@@ -205,7 +212,12 @@ Model Model::load(const GgufFile& f, const std::string& device, int64_t max_cont
   return m;
 }
 
-int64_t Model::cache_bytes() const { return 2 * cfg_.layers * max_context_ * cfg_.kv_heads * cfg_.head_dim * 4; }
+int64_t Model::cache_bytes() const {
+  // Each factor is at most 2^24 (checked): the product in 128 bits, capped where it means "too large".
+  unsigned __int128 b = static_cast<unsigned __int128>(2 * 4) * static_cast<uint64_t>(cfg_.layers) * static_cast<uint64_t>(max_context_);
+  b = b * static_cast<uint64_t>(cfg_.kv_heads) * static_cast<uint64_t>(cfg_.head_dim);
+  return b > (static_cast<unsigned __int128>(1) << 62) ? int64_t{1} << 62 : static_cast<int64_t>(b);
+}
 
 namespace {
 

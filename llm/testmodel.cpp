@@ -14,6 +14,7 @@
 #include "llm/gguf.h"
 #include "llm/gguf_writer.h"
 #include "llm/quant.h"
+#include "llm/unicode.h"
 
 namespace ugpu::llm {
 
@@ -104,15 +105,8 @@ bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 ||
 bool printable_byte(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255); }
 
 std::vector<std::string> byte_chars() {
-  auto utf8 = [](int cp) {
-    std::string s;
-    if (cp < 0x80) s += static_cast<char>(cp);
-    else s += static_cast<char>(0xc0 | (cp >> 6)), s += static_cast<char>(0x80 | (cp & 0x3f));
-    return s;
-  };
   std::vector<std::string> chars(256);
-  int next = 256;
-  for (int b = 0; b < 256; ++b) chars[b] = utf8(printable_byte(b) ? b : next++);
+  for (int b = 0; b < 256; ++b) chars[b] = unicode::byte_to_text(static_cast<uint8_t>(b));
   return chars;
 }
 

@@ -129,19 +129,16 @@ Tensor Weight::rows(const Tensor& ids) const {
 }
 
 Weight upload_weight(const GgufFile& f, const GgufTensor& t, const std::string& device) {
-  const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t.type));
-  if (!quant_supported(t.type))
-    throw Error("tensor '" + t.name + "' has type " + (info ? info->name : "?") +
-                ", which ugpu does not decode (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)");
   if (t.dims.empty()) throw Error("tensor '" + t.name + "' has no dimensions");
+  int64_t row = t.dims[0], rows = t.elements() / std::max<int64_t>(row, 1);
+  try {
+    quant_bytes(t.type, row);  // a type ugpu decodes, rows of whole blocks
+  } catch (const Error& e) { throw Error("tensor '" + t.name + "': " + e.what()); }
+  const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t.type));
   Weight w;
   w.name = t.name;
   w.type = t.type;
   for (size_t i = t.dims.size(); i-- > 0;) w.shape.push_back(t.dims[i]);
-  int64_t row = t.dims[0], rows = t.elements() / std::max<int64_t>(row, 1);
-  if (row % info->block != 0)
-    throw Error("tensor '" + t.name + "': rows of " + std::to_string(row) + " values do not fill whole " + info->name + " blocks of " +
-                std::to_string(info->block));
   std::span<const uint8_t> bytes = f.data(t);
   w.bytes = static_cast<int64_t>(bytes.size());
   Axes shape(w.shape.begin(), w.shape.end());

@@ -21,6 +21,19 @@ namespace {
 int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 }  // namespace
 
+bool is_buffer_view(const UOp& u) {
+  const UOp* n = &u;
+  while (n->op() == Op::RESHAPE) n = &n->src(0);
+  return n->op() == Op::BUFFER;
+}
+
+int64_t view_buffer_id(const UOp& u) {
+  const UOp* n = &u;
+  while (n->op() == Op::RESHAPE) n = &n->src(0);
+  if (n->op() != Op::BUFFER) throw Error("view_buffer_id: not a buffer's view: " + to_inline(u, 120));
+  return n->arg_as<Ints>()[0];
+}
+
 UOp buffer_view(int64_t id, DType dtype, const Shape& shape) {
   return UOp::make(Op::RESHAPE, dtype, {buffer_node(id, dtype, product(shape))}, Ints(shape.begin(), shape.end()));
 }
@@ -36,18 +49,6 @@ Shape loops_of(const Shape& s) {
   for (int64_t d : s)
     if (d != 1) r.push_back(d);
   return r;
-}
-
-// A BUFFER, or RESHAPEs of one: its elements in order, so loading it needs no kernel of its own.
-bool is_buffer_view(const UOp& u) {
-  const UOp* n = &u;
-  while (n->op() == Op::RESHAPE) n = &n->src(0);
-  return n->op() == Op::BUFFER;
-}
-int64_t view_buffer_id(const UOp& u) {
-  const UOp* n = &u;
-  while (n->op() == Op::RESHAPE) n = &n->src(0);
-  return n->arg_as<Ints>()[0];
 }
 
 const Shape& shape_of(const UOp& u) {
@@ -216,8 +217,10 @@ class Marker {
     size_t n = plans.size();
     std::vector<std::vector<size_t>> deps = plan_edges();
     std::vector<size_t> order;
-    postorder(n, [&](size_t p) -> const std::vector<size_t>& { return deps[p]; }, order);  // plans' deps never cycle
-    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n));                         // reach[p][q]: p needs q's buffer, maybe through others
+    // Marking only ever makes a plan depend on nodes below it, and order_writes refuses a cycle.
+    if (!postorder(n, [&](size_t p) -> const std::vector<size_t>& { return deps[p]; }, order))
+      throw Error("internal: the scheduler's kernels depend on each other in a cycle");
+    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n));  // reach[p][q]: p needs q's buffer, maybe through others
     for (size_t p : order)
       for (size_t d : deps[p]) {
         reach[p][d] = true;
@@ -335,10 +338,19 @@ class Marker {
       for (size_t p = 0; p < plans.size(); ++p) {
         if (p == a || !plans[p].reads.count(target)) continue;
         if (reaches(p, a))
-          throw Error("a kernel reads buffer " + std::to_string(target) + " both before and after an assign to it: " + to_inline(plans[p].root, 120));
+          throw Error("a kernel reads buffer " + std::to_string(target) +
+                      " both before and after an assign to it (directly or through others), so the " +
+                      "schedule cannot be ordered (realize in two steps): " + to_inline(plans[p].root, 120));
         plans[a].deps.push_back(plans[p].root.get());
+        deps[a].push_back(p);  // later checks see this order too
       }
     }
+    // Orders added for one buffer can close a cycle with another's (p1 reads X and needs the write to
+    // Y, p2 reads Y and needs the write to X): no order serves both.
+    std::vector<size_t> order;
+    if (!postorder(plans.size(), [&](size_t p) -> const std::vector<size_t>& { return deps[p]; }, order))
+      throw Error(
+          "the assigns of this schedule cannot be ordered: kernels need old contents of buffers that others overwrite first (realize in two steps)");
   }
 
   // expanded: the value reaching the kernel's store is broadcast from this node's; in_reduce: it is
@@ -368,6 +380,12 @@ class Marker {
     if (op == Op::REDUCE_AXIS) return visit(n.src(0), false, true, k, root, depth + 1);
     if (op == Op::ASSIGN) {  // the root of its kernel: computes the value (and index), stores into the target
       if (!is_buffer_view(n.src(0))) throw Error("ASSIGN writes into a buffer, not into " + to_inline(n.src(0), 120));
+      // A value that reads the target itself (x.assign(x.flip(0)), a cache shifted by one) is computed
+      // into a buffer of its own first: stores would overwrite elements other lanes still read.
+      int64_t target = view_buffer_id(n.src(0));
+      bool self = false;
+      for (const UOp& u : n.src(1).toposort()) self = self || (u.op() == Op::BUFFER && u.arg_as<Ints>()[0] == target);
+      if (self && !index.count(n.src(1).get())) add(n.src(1));
       for (size_t i = 1; i < n.src().size(); ++i) visit(n.src(i), false, false, k, root, depth + 1);
       return;
     }

@@ -71,5 +71,9 @@ Schedule make_schedule(std::span<const ir::UOp> roots, const std::function<int64
 // The tensor-level BUFFER node and its view at `shape`.
 ir::UOp buffer_node(int64_t id, ir::DType dtype, int64_t count);
 ir::UOp buffer_view(int64_t id, ir::DType dtype, const ir::Shape& shape);
+// Whether u is a BUFFER or RESHAPEs of one (its elements in order: loading it needs no kernel), and
+// that buffer's id (Error for anything else).
+bool is_buffer_view(const ir::UOp& u);
+int64_t view_buffer_id(const ir::UOp& u);
 
 }  // namespace ugpu::schedule

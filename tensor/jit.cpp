@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "hcq/graph.h"
+#include "schedule/schedule.h"
 #include "tensor/lazy.h"
 
 namespace ugpu::tensor {
@@ -12,10 +13,8 @@ namespace ugpu::tensor {
 namespace {
 
 int64_t buffer_id(const Tensor& t) {
-  const ir::UOp* u = &t.uop();
-  while (u->op() == ir::Op::RESHAPE) u = &u->src(0);
-  if (u->op() != ir::Op::BUFFER) throw Error("Jit: an input or output is not a realized buffer");
-  return u->arg_as<ir::Ints>()[0];
+  if (!schedule::is_buffer_view(t.uop())) throw Error("Jit: an input or output is not a realized buffer");
+  return schedule::view_buffer_id(t.uop());
 }
 
 // Ensures the capture guard is cleared however the captured call ends.

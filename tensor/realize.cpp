@@ -301,9 +301,7 @@ struct Realizer {
       auto n = std::make_shared<LazyNode>();
       n->uop = s.results[i];
       n->device = dev_name;
-      const UOp* b = &s.results[i];
-      while (b->op() == ir::Op::RESHAPE) b = &b->src(0);
-      int64_t id = b->arg_as<ir::Ints>()[0];
+      int64_t id = schedule::view_buffer_id(s.results[i]);
       auto out = outputs.find(id);
       n->buffer = out != outputs.end() ? out->second : find_buffer(id);  // a root that was a buffer's view already
       if (!n->buffer) throw Error("internal: the buffer of a realized tensor is gone");

@@ -671,17 +671,8 @@ Tensor Tensor::repeat(Axes times) const {
 
 Tensor Tensor::contiguous() const { return make(UOp::make(Op::CONTIGUOUS, dtype(), {uop()}), {this}); }
 
-namespace {
-// Whether u is a whole buffer: BUFFER, or RESHAPEs of one.
-bool whole_buffer(const UOp& u) {
-  const UOp* n = &u;
-  while (n->op() == Op::RESHAPE) n = &n->src(0);
-  return n->op() == Op::BUFFER;
-}
-}  // namespace
-
 Tensor& Tensor::assign(const Tensor& value) {
-  if (!whole_buffer(uop())) realize();
+  if (!schedule::is_buffer_view(uop())) realize();
   Tensor v = value.cast(dtype()).expand(Axes(shape().begin(), shape().end()));
   h_->node = make(UOp::make(Op::ASSIGN, dtype(), {uop(), v.uop()}, int64_t{-1}), {this, &v}).h_->node;
   return *this;
@@ -694,7 +685,7 @@ Tensor& Tensor::assign_at(int64_t axis, const Tensor& index, const Tensor& value
   Axes want(shape().begin(), shape().end());
   want[a] = index.shape()[0];
   if (value.ndim() > ndim()) fail("assign_at", "value " + shape_text(value.shape()) + " has more axes than target " + shape_text(shape()));
-  if (!whole_buffer(uop())) realize();
+  if (!schedule::is_buffer_view(uop())) realize();
   Tensor v = value.cast(dtype());
   for (int64_t d = 0; d < ndim(); ++d) {
     int64_t vd = d - (ndim() - v.ndim());

@@ -176,9 +176,11 @@ class Tensor {
 
   // ---- in-place writes ----
   // Overwrite this tensor's buffer — lazily, like any op: the write runs in the next realize that
-  // reaches this tensor. It must be a whole buffer in its own shape (a lazy tensor is realized first);
-  // every copy of this handle then sees the new values. Tensors made from it before the write and
-  // realized together with it read the old values (their kernels run before the write).
+  // reaches this tensor. A lazy tensor is realized into a buffer of its own first: a tensor made by
+  // slice, permute or other movement ops is a value, not a view into the tensor it came from, so a
+  // write to it does not reach that one. Every copy of this handle sees the new values. Kernels that
+  // read the buffer's old contents (tensors made from it before the write, realized together with
+  // it) run before the write; a value that reads the buffer itself is computed before any store.
   Tensor& assign(const Tensor& value);  // value broadcast to this shape, cast to this dtype
   // this[..., index[t], ...] = value[..., t, ...] along `axis` (index 1-D integer; a KV cache's row
   // write at a variable position). Out-of-range indices write nothing.

@@ -178,6 +178,10 @@ int llm_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "%s", kLlmUsage);
     return 2;
   }
+  if (!(so.temperature >= 0 && so.temperature <= 1e6) || !(so.top_p > 0 && so.top_p <= 1)) {
+    std::fprintf(stderr, "ugpu llm: --temperature takes a number from 0 to 1e6 and --top-p one in (0, 1]\n");
+    return 2;
+  }
   llm::GgufFile f;
   std::optional<llm::Model> model;
   std::optional<llm::Tokenizer> tok;
@@ -186,6 +190,8 @@ int llm_command(const std::vector<std::string>& args) {
     f = open_model(path);
     llm::ModelConfig cfg = llm::ModelConfig::from_gguf(f);
     tok = llm::Tokenizer::from_gguf(f);
+    if (static_cast<int64_t>(tok->size()) > cfg.vocab)
+      throw Error("the tokenizer has " + std::to_string(tok->size()) + " tokens and the model's vocabulary " + std::to_string(cfg.vocab));
     bool tty = isatty(2);
     std::string dev = device.empty() ? tensor::default_device() : device;
     std::fprintf(stderr, "ugpu llm: %s on %s\n", cfg.describe().c_str(), dev.c_str());
@@ -206,6 +212,7 @@ int llm_command(const std::vector<std::string>& args) {
   llm::Generator gen(*model, so);
   auto stream = [&](int32_t id) {
     if (tok->is_eog(id)) return false;
+    if (static_cast<size_t>(id) >= tok->size()) return true;  // a padding row of the vocabulary: no text
     std::string piece = tok->piece(id, false);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -251,20 +258,28 @@ int llm_command(const std::vector<std::string>& args) {
       feed.insert(feed.end(), more.begin(), more.end());
       messages.push_back(turn);
     }
-    if (gen.position() + static_cast<int64_t>(feed.size()) + n > model->max_context()) {  // full: start over with this turn alone
+    if (gen.position() + static_cast<int64_t>(feed.size()) >= model->max_context()) {  // full: start over with this turn alone
       std::fprintf(stderr, "(the context is full: starting a new conversation)\n");
       messages.erase(messages.begin() + (system.empty() ? 0 : 1), messages.end() - 1);
       gen.reset();
       feed = tok->encode(llm::chat_prompt(fmt, messages), true, true);
     }
     std::string reply;
-    llm::GenerateStats s = gen.generate(feed, n, [&](int32_t id) {
-      unfed = id;
-      if (tok->is_eog(id)) return false;
-      reply += tok->piece(id, false);
-      return stream(id);
-    });
-    print_stats(s);
+    try {
+      llm::GenerateStats s = gen.generate(feed, n, [&](int32_t id) {
+        unfed = id;
+        if (tok->is_eog(id)) return false;
+        if (static_cast<size_t>(id) < tok->size()) reply += tok->piece(id, false);
+        return stream(id);
+      });
+      print_stats(s);
+    } catch (const Error& e) {  // this turn fails (too long for the context, say); the conversation starts over
+      std::fprintf(stderr, "\nugpu llm: %s\n", e.what());
+      messages.erase(messages.begin() + (system.empty() ? 0 : 1), messages.end());
+      gen.reset();
+      unfed = -1;
+      continue;
+    }
     messages.push_back({"assistant", reply});
   }
   return 0;

@@ -70,6 +70,20 @@ TEST_CASE("a load's gate survives a WHERE on the same condition around its value
   for (int r = 0; r < 64; ++r) CHECK(out.as<float>(64)[r] == (r % 32 > 15 ? float(r / 32 * 16 + r % 32 - 16 + 1) : 0.0f));
 }
 
+TEST_CASE("an unmasked load's address is not simplified by a WHERE around its value") {
+  // WHERE(r < 16, in[r % 16], 0): the load runs for every lane, so `r % 16` must stay (as `r & 15`),
+  // not become `r`, which reads past the 16 elements for the lanes the WHERE discards.
+  auto k = kernel(
+      "out = DEFINE_GLOBAL:float* {0}\nin = DEFINE_GLOBAL:float* {1}\nr = RANGE(64) {0, GLOBAL}\n"
+      "SINK(END(STORE(INDEX:float*(out, r), WHERE(r < 16, LOAD:float(INDEX:float*(in, r % 16)), 0.0)), r))\n");
+  UOp lowered = lower(k, x86()).sink;
+  bool wrapped = false;
+  for (const UOp& u : lowered.toposort())
+    if (u.op() == ir::Op::INDEX && u.src(0).op() == ir::Op::DEFINE_GLOBAL && u.src(0).arg_as<int64_t>() == 1)
+      for (const UOp& a : u.src(1).toposort()) wrapped = wrapped || a.op() == ir::Op::AND || a.op() == ir::Op::CMOD || a.op() == ir::Op::FLOORMOD;
+  CHECK(wrapped);
+}
+
 TEST_CASE("index math narrows to int32 where bounds allow and widens where they do not") {
   auto k = kernel(R"(out = DEFINE_GLOBAL:float* {0}
 i = RANGE(70000) {0, LOOP}

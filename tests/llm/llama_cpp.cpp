@@ -82,7 +82,8 @@ LlamaCpp* LlamaCpp::get(std::string* why) {
     if (stat((dir + "/libllama.v0.5.0.so").c_str(), &st) != 0) flavor = "cuda.";
     std::string path = dir + "/libllama." + flavor + "v0.5.0.so";
     if (stat(path.c_str(), &st) != 0) {
-      reason = "llama.cpp is not installed (" + dir + "/libllama.v0.5.0.so is missing; scripts/setup --tests fetches it from npm, or set UGPU_LLAMA_CPP)";
+      reason =
+          "llama.cpp is not installed (" + dir + "/libllama.v0.5.0.so is missing; scripts/setup --tests fetches it from npm, or set UGPU_LLAMA_CPP)";
       return;
     }
     void* ggml = dlopen((dir + "/libggml." + flavor + "v0.5.0.so").c_str(), RTLD_NOW | RTLD_GLOBAL);

@@ -42,7 +42,6 @@ TEST_CASE("weights: every format decoded on the device equals the host decoder")
       w.shape = {rows, cols};
       if (info->block == 1) w.raw = Tensor::from_bytes(q, dt::uint16, {rows, cols}, dev);
       else w.raw = Tensor::from_bytes(q, dt::uint8, {rows, cols / info->block, info->bytes}, dev);
-      if (getenv("DBGQ") && t == GgmlType::Q4_0) tensor::set_debug(2);
       std::vector<float> got = w.value().to_vector<float>();
       REQUIRE(got.size() == want.size());
       size_t bad = 0;

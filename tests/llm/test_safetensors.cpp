@@ -398,7 +398,8 @@ void write_hf(const GgufFile& g, const llm::TestModelSpec& spec, const HfOptions
     std::vector<size_t> order;
     for (size_t i = 0; i < tokens.size(); ++i)
       if (types[i] == llm::Tokenizer::kNormal) order.push_back(i);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+    // (std::sort with the index as tie-break: clang 22 refuses libstdc++ 12's stable_sort as deprecated)
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] != scores[b] ? scores[a] > scores[b] : a < b; });
     for (size_t i : order)
       for (size_t k = 1; k < tokens[i].size(); ++k)
         if ((static_cast<uint8_t>(tokens[i][k]) & 0xC0) != 0x80 && known.count(tokens[i].substr(0, k)) && known.count(tokens[i].substr(k)))

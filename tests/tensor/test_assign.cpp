@@ -78,6 +78,36 @@ TEST_CASE("assign: a KV cache written at a variable position and read in the sam
   }
 }
 
+TEST_CASE("assign: a value that reads its own target is computed before the stores") {
+  for (const std::string& dev : test_devices()) {
+    INFO("device " << dev);
+    Tensor a = Tensor::arange(8, dt::float32, dev).realize();
+    a.assign(a.flip({0}));  // each store overwrites an element another lane still reads
+    CHECK(a.to_vector<float>() == std::vector<float>{7, 6, 5, 4, 3, 2, 1, 0});
+    // A sliding window: the cache shifted up by one row, the new row last.
+    Tensor cache = Tensor::arange(12, dt::float32, dev).reshape({4, 3}).realize();
+    Tensor parts[] = {cache.slice(0, 1, 4), Tensor::full({1, 3}, -1, dt::float32, dev)};
+    cache.assign(Tensor::cat(parts, 0));
+    CHECK(cache.to_vector<float>() == std::vector<float>{3, 4, 5, 6, 7, 8, 9, 10, 11, -1, -1, -1});
+  }
+}
+
+TEST_CASE("assign: writes that cannot be ordered are refused") {
+  Tensor x = Tensor::zeros({4}).realize(), y = Tensor::ones({4}).realize();
+  Tensor x_old = x.reshape({2, 2}), y_old = y.reshape({2, 2});  // views of the buffers before the writes
+  x.assign(Tensor::full({4}, 5.0));
+  y.assign(Tensor::full({4}, 6.0));
+  // p1 reads X's old contents and Y's new ones, p2 the other way round: no order serves both.
+  std::vector<Tensor> both{(x_old + y.reshape({2, 2})).contiguous(), (y_old + x.reshape({2, 2})).contiguous()};
+  CHECK_THROWS_WITH_AS(Tensor::realize(both), doctest::Contains("cannot be ordered"), Error);
+  // One kernel that needs both the old contents and the write.
+  Tensor z = Tensor::zeros({4}).realize();
+  Tensor z_old = z.reshape({2, 2});  // (a reshape to the same shape would be the same handle)
+  z.assign(Tensor::full({4}, 2.0));
+  Tensor mixed = (z_old + z.reshape({2, 2})).contiguous();
+  CHECK_THROWS_WITH_AS(mixed.realize(), doctest::Contains("both before and after an assign"), Error);
+}
+
 TEST_CASE("assign: errors name what does not fit") {
   Tensor a = Tensor::zeros({3, 4}).realize();
   CHECK_THROWS_WITH_AS(a.assign_at(0, Tensor::zeros({2}), Tensor::zeros({2, 4})), doctest::Contains("the index must be an integer tensor"), Error);

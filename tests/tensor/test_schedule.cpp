@@ -74,6 +74,20 @@ TEST_CASE("schedule: outputs of one shape share a kernel; shared work is done on
   CHECK(last_realize().kernels == 32);  // 24 maxima, the result, and every third step's value (11 ops each: 3 steps pass 32)
 }
 
+TEST_CASE("schedule: outputs of one shape that read nothing in common keep their own kernels") {
+  // Grouped, unrelated outputs would all be computed at the start and held until their last use.
+  for (const std::string& dev : test_devices()) {
+    INFO("device " << dev);
+    Tensor a = upload(random_host({8, 16}, 1), dev), b = upload(random_host({8, 16}, 2), dev);
+    std::vector<Tensor> apart{a.exp(), b.exp()};
+    Tensor::realize(apart);
+    CHECK(last_realize().kernels == 2);
+    std::vector<Tensor> together{a.exp(), a.sin()};
+    Tensor::realize(together);
+    CHECK(last_realize().kernels == 1);
+  }
+}
+
 TEST_CASE("schedule: intermediates share memory when their lifetimes do not overlap, and never when they do") {
   // Six chained reductions, each a buffer for the next: at most two are alive at once.
   Tensor x = upload(random_host({64, 64}, 3), "cpu");

@@ -89,7 +89,10 @@ with tempfile.TemporaryDirectory() as d:
     qtype = os.path.join(d, "qtype.gguf")
     open(qtype, "wb").write(bytes(bad))
     expect_bad(qtype, "Q2_K")
-    expect_bad(model, "of device memory", "--context", str(1 << 24))
+    # A KV cache larger than any machine it runs on: 2 layers x 2^24 positions x 2 heads x 512 x 2 x 4 bytes = 256 GiB.
+    huge = os.path.join(d, "huge.gguf")
+    run("--make-test-model", huge, "--dim", "1024", "--heads", "2", "--kv-heads", "2", "--ffn", "256", "--vocab", "512", "--weights", "q4_0")
+    expect_bad(huge, "of device memory", "--context", str(1 << 24))
 
 if failures:
     print("\n\n".join(failures))
