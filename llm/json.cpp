@@ -140,20 +140,17 @@ class Parser {
       ++pos_;
       return;
     }
-    for (;;) {
+    do {
       skip_space();
       v.items_.push_back(value(depth + 1));
-      skip_space();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return;
-      }
-      fail("expected ',' or ']' in an array, found " + describe());
-    }
+    } while (more(']', "an array"));
+  }
+
+  // After a member: true at ',' (another follows), false at `close` (the end); both are consumed.
+  bool more(char close, const char* in) {
+    skip_space();
+    if (pos_ < s_.size() && (s_[pos_] == ',' || s_[pos_] == close)) return s_[pos_++] == ',';
+    fail(std::string("expected ',' or '") + close + "' in " + in + ", found " + describe());
   }
 
   void object(Value& v, int depth) {
@@ -174,16 +171,7 @@ class Parser {
       ++pos_;
       skip_space();
       v.items_.push_back(value(depth + 1));
-      skip_space();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return;
-      }
-      fail("expected ',' or '}' in an object, found " + describe());
+      if (!more('}', "an object")) return;
     }
   }
 
