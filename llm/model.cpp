@@ -247,7 +247,8 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, const ModelCo
 }
 
 Tensor linear(const Tensor& x, const Weight& w, const Weight& bias = {}) {
-  return bias.defined() ? x.linear(w.value(), bias.value()) : x.linear(w.value());
+  Tensor y = w.matmul_t(x);
+  return bias.defined() ? y + bias.value() : y;
 }
 
 }  // namespace

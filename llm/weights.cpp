@@ -67,7 +67,7 @@ Tensor decode_k45(const Tensor& raw, bool five) {
   }
   q = q.reshape(with(raw, {8, 32})).cast(dt::float32);
   Tensor x = (d * sc).unsqueeze(-1) * q - (dmin * mn).unsqueeze(-1);
-  return x.reshape(with(raw, {256}));
+  return x;  // [..., 8, 32]
 }
 
 Tensor decode_q6_k(const Tensor& raw) {
@@ -83,23 +83,24 @@ Tensor decode_q6_k(const Tensor& raw) {
   Tensor sc = raw.slice(-1, 192, 208).bitcast(dt::int8).cast(dt::float32).reshape(with(raw, {2, 4, 2, 1}));
   sc = sc.expand(with(raw, {2, 4, 2, 16})).reshape(with(raw, {2, 4, 32}));
   Tensor d = half_at(raw, 208).reshape(with(raw, {1, 1, 1}));
-  return (d * sc * q).reshape(with(raw, {256}));
+  return (d * sc * q).reshape(with(raw, {16, 16}));
 }
 
 }  // namespace
 
-Tensor decode_blocks(GgmlType t, const Tensor& raw) {
+Tensor decode_groups(GgmlType t, const Tensor& raw) {
+  auto one = [&](const Tensor& x) { return x.unsqueeze(-2); };  // one group of 32 per block
   switch (t) {
-    case GgmlType::Q8_0: return raw.slice(-1, 2, 34).bitcast(dt::int8).cast(dt::float32) * half_at(raw, 0);
-    case GgmlType::Q4_0: return (nibbles32(field(raw, 2, 18)) - 8).cast(dt::float32) * half_at(raw, 0);
-    case GgmlType::Q4_1: return nibbles32(field(raw, 4, 20)).cast(dt::float32) * half_at(raw, 0) + half_at(raw, 2);
+    case GgmlType::Q8_0: return one(raw.slice(-1, 2, 34).bitcast(dt::int8).cast(dt::float32) * half_at(raw, 0));
+    case GgmlType::Q4_0: return one((nibbles32(field(raw, 2, 18)) - 8).cast(dt::float32) * half_at(raw, 0));
+    case GgmlType::Q4_1: return one(nibbles32(field(raw, 4, 20)).cast(dt::float32) * half_at(raw, 0) + half_at(raw, 2));
     case GgmlType::Q5_0: {
       Tensor q = nibbles32(field(raw, 6, 22)).bitwise_or(high_bits32(raw, 2).lshift(4));
-      return (q - 16).cast(dt::float32) * half_at(raw, 0);
+      return one((q - 16).cast(dt::float32) * half_at(raw, 0));
     }
     case GgmlType::Q5_1: {
       Tensor q = nibbles32(field(raw, 8, 24)).bitwise_or(high_bits32(raw, 4).lshift(4));
-      return q.cast(dt::float32) * half_at(raw, 0) + half_at(raw, 2);
+      return one(q.cast(dt::float32) * half_at(raw, 0) + half_at(raw, 2));
     }
     case GgmlType::Q4_K: return decode_k45(raw, false);
     case GgmlType::Q5_K: return decode_k45(raw, true);
@@ -108,6 +109,23 @@ Tensor decode_blocks(GgmlType t, const Tensor& raw) {
   }
   const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t));
   throw Error(std::string("decode_blocks: ") + (info ? info->name : "this type") + " is not a block format ugpu decodes");
+}
+
+Tensor decode_blocks(GgmlType t, const Tensor& raw) {
+  const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t));
+  return decode_groups(t, raw).reshape(with(raw, {info ? static_cast<int64_t>(info->block) : -1}));
+}
+
+Tensor Weight::matmul_t(const Tensor& x) const {
+  if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 || shape.size() != 2) return x.linear(value());
+  // x [..., K] against [N, blocks, groups, size]: the reduction runs over blocks, then the groups that
+  // share a scale, then the values of one group — innermost, where the scale does not change.
+  Tensor w = decode_groups(type, raw);
+  Axes xs(x.shape().begin(), x.shape().end() - 1);
+  Axes ws(w.shape().begin(), w.shape().end());
+  xs.push_back(1);
+  xs.insert(xs.end(), ws.begin() + 1, ws.end());
+  return (x.reshape(xs) * w).sum({-3, -2, -1});
 }
 
 Tensor Weight::value() const {

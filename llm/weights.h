@@ -24,6 +24,9 @@ struct Weight {
   bool defined() const { return raw.defined(); }
   tensor::Tensor value() const;                          // float32 [shape], decoded where it is read
   tensor::Tensor rows(const tensor::Tensor& ids) const;  // float32 [n, in]: the rows ids picks (an embedding), only those decoded
+  // x [..., in] @ value()^T: [..., out]. Quantized, the reduction runs block by block and group by
+  // group (the values that share a scale), so a kernel decodes each scale once per group.
+  tensor::Tensor matmul_t(const tensor::Tensor& x) const;
 };
 
 // The file's tensor on `device`, checked: a supported type, whole blocks per row.
@@ -31,5 +34,8 @@ Weight upload_weight(const GgufFile& f, const GgufTensor& t, const std::string& 
 
 // raw (uint8 [..., blocks, block bytes] of type t) as float32 [..., blocks * block values].
 tensor::Tensor decode_blocks(GgmlType t, const tensor::Tensor& raw);
+// The same as [..., blocks, groups, group size]: the values of a group share their scale (Q8_0 and
+// Q4/Q5: 1 x 32; Q4_K, Q5_K: 8 x 32; Q6_K: 16 x 16).
+tensor::Tensor decode_groups(GgmlType t, const tensor::Tensor& raw);
 
 }  // namespace ugpu::llm
