@@ -107,13 +107,15 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     {
-      Tensor x = Tensor::randn({1, 64, 56, 56}, 3, dtypes::float32, dev).realize(), w = (Tensor::randn({64, 64, 3, 3}, 4, dtypes::float32, dev) * 0.05).realize();
+      Tensor x = Tensor::randn({1, 64, 56, 56}, 3, dtypes::float32, dev).realize(),
+             w = (Tensor::randn({64, 64, 3, 3}, 4, dtypes::float32, dev) * 0.05).realize();
       double flop = 2.0 * 64 * 64 * 9 * 56 * 56;
       double s = best_realize([&] { return x.conv2d(w, {}, {1, 1}, {1, 1}); }, reps);
       std::printf("conv2d_gflops[%s]: %.2f\n", dev.c_str(), flop / s / 1e9);
     }
     const int64_t rows = 4096, cols = 4096, elems = rows * cols;  // 64 MiB of float32
-    Tensor big = Tensor::randn({rows, cols}, 5, dtypes::float32, dev).realize(), other = Tensor::randn({rows, cols}, 6, dtypes::float32, dev).realize();
+    Tensor big = Tensor::randn({rows, cols}, 5, dtypes::float32, dev).realize(),
+           other = Tensor::randn({rows, cols}, 6, dtypes::float32, dev).realize();
     double bytes = static_cast<double>(elems) * 4;
     double sm = best_realize([&] { return big.softmax(-1); }, reps);
     std::printf("softmax_gbps[%s]: %.2f\n", dev.c_str(), 2 * bytes / sm / 1e9);
