@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/split.h"
 #include "hcq/device.h"
 #include "tensor/tensor.h"
 
@@ -52,18 +53,6 @@ double best_realize(F make, int reps) {
   return best;
 }
 
-std::vector<int64_t> parse_sizes(const std::string& s) {
-  std::vector<int64_t> out;
-  size_t at = 0;
-  while (at < s.size()) {
-    size_t c = s.find(',', at);
-    if (c == std::string::npos) c = s.size();
-    out.push_back(std::stoll(s.substr(at, c - at)));
-    at = c + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,7 +71,8 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string tag = "," + dev;
-    for (int64_t n : parse_sizes(sizes_text)) {
+    for (const std::string& size : split_list(sizes_text)) {
+      int64_t n = std::stoll(size);
       Tensor a = Tensor::rand({n, n}, 1, dtypes::float32, dev).realize(), b = Tensor::rand({n, n}, 2, dtypes::float32, dev).realize();
       double flop = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
       double s = best_realize([&] { return a.matmul(b); }, reps);

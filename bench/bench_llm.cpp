@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/split.h"
 #include "hcq/device.h"
 #include "llm/generate.h"
 #include "llm/testmodel.h"
@@ -31,18 +32,6 @@ using namespace ugpu;
 namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    size_t c = s.find(',', at);
-    if (c == std::string::npos) c = s.size();
-    if (c > at) out.push_back(s.substr(at, c - at));
-    at = c + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -83,7 +72,7 @@ int main(int argc, char** argv) {
       double ref_prefill_tps = 0, ref_decode_tps = 0;
     };
     std::vector<Run> runs;
-    for (const std::string& w : split(weights)) {
+    for (const std::string& w : split_list(weights)) {
       llm::TestModelSpec spec;
       spec.arch = "llama", spec.weights = w, spec.tokenizer = "llama";
       if (small) spec.dim = 256, spec.layers = 4, spec.heads = 4, spec.kv_heads = 4, spec.ffn = 768, spec.vocab = 4096;

@@ -13,6 +13,7 @@
 
 #include "codegen/builtin_kernels.h"
 #include "codegen/compiler.h"
+#include "common/split.h"
 #include "drivers/amd/kfd/kfd.h"
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/devices.h"
@@ -118,13 +119,7 @@ TestDevice by_name(const std::string& name) { return {name, name, row_of(name).o
 std::vector<TestDevice> devices() {
   std::vector<TestDevice> d;
   if (const char* env = std::getenv("UGPU_TEST_DEVICES"); env && *env) {
-    std::string list = env;
-    for (size_t at = 0; at <= list.size();) {
-      size_t comma = std::min(list.find(',', at), list.size());
-      std::string n = list.substr(at, comma - at);
-      if (!n.empty()) d.push_back(by_name(n));
-      at = comma + 1;
-    }
+    for (const std::string& n : split_list(env)) d.push_back(by_name(n));
     return d;
   }
   for (const drivers::DeviceEntry& e : drivers::known_devices())

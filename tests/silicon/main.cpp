@@ -9,16 +9,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/split.h"
 #include "drivers/devices.h"
 
 int main(int argc, char** argv) {
   const char* want = std::getenv("UGPU_SILICON_DEVICES");
-  std::string list = want && *want ? want : "nv", usable;
-  for (size_t at = 0; at <= list.size();) {
-    size_t comma = std::min(list.find(',', at), list.size());
-    std::string name = list.substr(at, comma - at);
-    at = comma + 1;
-    if (name.empty()) continue;
+  std::string usable;
+  for (const std::string& name : ugpu::split_list(want && *want ? want : "nv")) {
     try {
       auto dev = ugpu::drivers::open_device(name);
       std::printf("silicon: %s: %s, %s\n", name.c_str(), dev->info().arch.c_str(), dev->info().interface.c_str());

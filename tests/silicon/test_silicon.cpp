@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/split.h"
 #include "drivers/nv/nv_device.h"
 #include "tests/hcq/device_suite.h"
 
@@ -12,13 +13,8 @@ using namespace ugpu;
 
 namespace {
 std::vector<std::string> silicon_devices() {
-  std::vector<std::string> out;
-  std::string list = std::getenv("UGPU_TEST_DEVICES") ? std::getenv("UGPU_TEST_DEVICES") : "";
-  for (size_t at = 0; at <= list.size();) {
-    size_t comma = std::min(list.find(',', at), list.size());
-    if (comma > at && list.substr(at, comma - at) != "cpu") out.push_back(list.substr(at, comma - at));
-    at = comma + 1;
-  }
+  std::vector<std::string> out = split_list(std::getenv("UGPU_TEST_DEVICES") ? std::getenv("UGPU_TEST_DEVICES") : "");
+  std::erase(out, "cpu");
   return out;
 }
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/split.h"
 #include "tensor/tensor.h"
 
 namespace ugpu::test {
@@ -165,16 +166,8 @@ inline void check_close(const Tensor& got, const Host& want, double rtol = 1e-5,
 }
 
 inline std::vector<std::string> test_devices() {
-  std::vector<std::string> out;
-  std::string list = std::getenv("UGPU_TEST_DEVICES") && *std::getenv("UGPU_TEST_DEVICES") ? std::getenv("UGPU_TEST_DEVICES") : "cpu,emu:amd,emu:nv";
-  size_t at = 0;
-  while (at <= list.size()) {
-    size_t c = list.find(',', at);
-    if (c == std::string::npos) c = list.size();
-    if (c > at) out.push_back(list.substr(at, c - at));
-    at = c + 1;
-  }
-  return out;
+  const char* env = std::getenv("UGPU_TEST_DEVICES");
+  return split_list(env && *env ? env : "cpu,emu:amd,emu:nv");
 }
 
 }  // namespace ugpu::test
