@@ -33,7 +33,8 @@ std::string hex(const std::array<uint8_t, 32>& d) {
 }  // namespace
 
 std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& t, const CompileOptions& o) {
-  std::string mkey = kernel.key_hex() + "|" + std::string(t.name) + "|" + o.name + "|" + std::to_string(o.opt_level) + "|" + (o.cubin ? "1" : "0");
+  std::string mkey = kernel.key_hex() + "|" + std::string(t.name) + "|" + o.name + "|" + std::to_string(o.opt_level) + "|" + (o.cubin ? "1" : "0") +
+                     "|" + (o.heuristic ? "h" : "-") + "|" + opt::opts_text(o.opts);
   if (o.cache) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (auto it = g_memory.find(mkey); it != g_memory.end()) {
@@ -44,7 +45,11 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
   auto ck = std::make_shared<CompiledKernel>();
   ck->target = &t;
   auto t0 = std::chrono::steady_clock::now();
-  ck->kernel = lower(kernel, t, o.name);
+  ck->opts = !o.opts.empty() ? o.opts : o.heuristic ? opt::heuristic_opts(kernel, t) : std::vector<opt::Opt>{};
+  ir::UOp shaped = opt::apply_opts(kernel, ck->opts, t);
+  ck->opt_ms = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  ck->kernel = lower(shaped, t, o.name);
   ck->lower_ms = ms_since(t0);
   const Backend& backend = backend_for(t);
   t0 = std::chrono::steady_clock::now();

@@ -14,6 +14,7 @@
 
 #include "codegen/code_object.h"
 #include "codegen/kernel.h"
+#include "codegen/opt/opt.h"
 
 namespace ugpu::codegen {
 
@@ -22,6 +23,10 @@ struct CompileOptions {
   int opt_level = 2;
   bool cache = true;  // memory and disk
   bool cubin = true;  // NVIDIA: run ptxas when it is installed
+  // The optimizer (codegen/opt/opt.h), before lowering: `opts` when given, else with `heuristic` the
+  // actions heuristic_opts() picks (none for a kernel whose axes its author marked).
+  bool heuristic = false;
+  std::vector<opt::Opt> opts;
 };
 
 struct CompiledKernel {
@@ -33,8 +38,9 @@ struct CompiledKernel {
   std::string note;                  // why a stage was skipped, e.g. no ptxas
   std::optional<AmdKernelInfo> amd;  // AMDGPU: the kernel descriptor, read back from the object
   std::optional<CubinInfo> cubin;    // NVIDIA with ptxas: launch facts read back from the cubin
+  std::vector<opt::Opt> opts;        // the optimizer's actions applied before lowering
   bool disk_hit = false;
-  double lower_ms = 0, render_ms = 0, backend_ms = 0;
+  double opt_ms = 0, lower_ms = 0, render_ms = 0, backend_ms = 0;
 };
 
 std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& target, const CompileOptions& opts = {});

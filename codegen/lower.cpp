@@ -81,7 +81,8 @@ LoweredKernel lower(const UOp& kernel, const Target& t, const std::string& name)
   check_supported(kernel);
   LoweredKernel k;
   k.name = sanitize_kernel_name(name);
-  UOp s = move_gates(kernel);
+  UOp s = lower_group_reduce(kernel);
+  s = move_gates(s);
   s = expand(s);
   s = add_gpudims(s, t, k.global_size, k.local_size);
   s = graph_rewrite(s, symbolic());

@@ -23,11 +23,15 @@ struct Ctx {
   int64_t next_id = 0;
 };
 
-UOp identity(Op op, DType t) {
+}  // namespace
+
+UOp reduce_identity(Op op, DType t) {
   if (op == Op::ADD) return t.is_float() ? UOp::const_float(t, 0.0) : UOp::const_int(t, 0);
   if (op == Op::MUL) return t.is_float() ? UOp::const_float(t, 1.0) : UOp::const_int(t, 1);
   return t.is_float() ? UOp::const_float(t, -INFINITY) : UOp::const_int(t, t.min_int());  // MAX
 }
+
+namespace {
 
 DType acc_dtype(Op op, DType t) { return op == Op::MAX || t.is_bool() ? t : sum_acc_dtype(t); }
 
@@ -48,7 +52,7 @@ UOp lower_one(const Match& m) {
   std::vector<UOp> at_init{acc};
   for (const UOp& e : c.scopes.list(open)) at_init.push_back(e);
   UOp init_base = at_init.size() == 1 ? acc : UOp::make(Op::AFTER, acc.dtype(), at_init);
-  UOp init = UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, acc.dtype(), {init_base, zero}), identity(op, a)});
+  UOp init = UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, acc.dtype(), {init_base, zero}), reduce_identity(op, a)});
   std::vector<UOp> at_loop{acc, init};
   at_loop.insert(at_loop.end(), rs.begin(), rs.end());
   UOp p = UOp::make(Op::INDEX, acc.dtype(), {UOp::make(Op::AFTER, acc.dtype(), at_loop), zero});

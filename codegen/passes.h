@@ -16,6 +16,11 @@ inline ir::UOp buffer_of(ir::UOp pointer) {
   return pointer;
 }
 
+// lower_group.cpp: a REDUCE over a GROUP_REDUCE axis (work-items of a workgroup reducing one value
+// together) becomes per-work-item partials in workgroup memory, a BARRIER, and a reduction of the
+// partials; the axis becomes LOCAL and stores to global buffers are masked to its work-item 0.
+ir::UOp lower_group_reduce(const ir::UOp& sink);
+
 // gates.cpp: a masked index `INDEX(buf, WHERE(c, i, INVALID))` becomes the gated `INDEX(buf, i, c)`;
 // a LOAD through a gated index gets its value for the masked-off case (0). INVALID anywhere else is
 // an error.
@@ -42,6 +47,8 @@ ir::UOp vectorize_memory(const ir::UOp& sink);
 // reduce's enclosing loops are, updated inside the reduce loops, read after them. Sums and products
 // accumulate in at least 32 bits (float for half/bfloat16).
 ir::UOp lower_reduce(const ir::UOp& sink);
+// The value a reduction starts from: 0 for ADD, 1 for MUL, -inf (the dtype's minimum) for MAX.
+ir::UOp reduce_identity(ir::Op op, ir::DType t);
 
 // lower_index.cpp: every `index` value becomes int32, or int64 where its bounds (or a source's)
 // need it.

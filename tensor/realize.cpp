@@ -122,6 +122,13 @@ int debug_level() {
   }
   return r.debug.load();
 }
+bool optimize_kernels() {
+  static const bool on = [] {
+    const char* e = std::getenv("UGPU_OPT");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return on;
+}
 const RealizeStats& last_realize() { return reg().last; }
 size_t kernels_run() { return reg().kernels_run; }
 
@@ -141,6 +148,7 @@ std::shared_ptr<hcq::Program> program_for(hcq::Device& dev, const schedule::Sche
                                           std::shared_ptr<const codegen::CompiledKernel>* compiled) {
   codegen::CompileOptions o;
   o.name = k.name;
+  o.heuristic = optimize_kernels();
   auto ck = codegen::compile(k.ast, codegen::find_target(dev.target()), o);
   *compiled = ck;
   Registry& r = reg();
@@ -244,6 +252,7 @@ struct Realizer {
     }
     std::vector<std::string> names;
     std::vector<size_t> uops;
+    std::vector<std::string> opt_texts;
     if (!s.kernels.empty()) {
       // Programs first: loading one may itself submit work (code uploads) on the timeline.
       std::vector<std::pair<std::shared_ptr<hcq::Program>, std::vector<hcq::Val>>> runs;
@@ -273,6 +282,7 @@ struct Realizer {
         runs.emplace_back(std::move(prog), std::move(args));
         names.push_back(k.name);
         uops.push_back(k.uops);
+        opt_texts.push_back(codegen::opt::opts_text(ck->opts));
       }
       auto q = dev.compute_queue();
       uint64_t t = dev.next_timeline();
@@ -287,7 +297,7 @@ struct Realizer {
       auto ev = prof->events();
       for (size_t i = 0; i < names.size(); ++i) {
         double us = i < ev.size() ? static_cast<double>(ev[i].end_ns - ev[i].start_ns) / 1000.0 : 0;
-        std::fprintf(stderr, "%-6s %-28s %6zu uops %10.1f us\n", dev_name.c_str(), names[i].c_str(), uops[i], us);
+        std::fprintf(stderr, "%-6s %-28s %6zu uops %10.1f us   %s\n", dev_name.c_str(), names[i].c_str(), uops[i], us, opt_texts[i].c_str());
       }
     }
 

@@ -274,9 +274,12 @@ std::string default_device();
 hcq::Device& device(const std::string& name);
 
 // Debug output: with UGPU_DEBUG=1 (or set_debug(1)), every kernel a realize runs is printed to
-// stderr as it completes: name, UOps, device time. Level 2 also prints each kernel's graph.
+// stderr as it completes: name, UOps, device time, the optimizer's actions. Level 2 also prints each
+// kernel's graph.
 void set_debug(int level);
 int debug_level();
+// Whether kernels go through the optimizer's heuristics (codegen/opt/opt.h): yes unless UGPU_OPT=0.
+bool optimize_kernels();
 
 // What the last realize did, for tests and benchmarks.
 struct RealizeStats {

@@ -22,16 +22,22 @@ namespace {
 
 constexpr const char* kCompileUsage =
     "usage: ugpu compile (FILE.uop | - | --kernel NAME) [--target T] [--emit STAGE] [-o FILE] [--name N] [-O 0-3] [--no-cache]\n"
+    "                    [--opt | --opts ACTIONS]\n"
     "  --target   x86 (default), gfx1100, gfx1201, gfx942, gfx950, sm_80, sm_89, sm_90, sm_100, sm_120\n"
     "  --emit     uops (the lowered instruction list), llvm (LLVM IR), asm (ISA from LLVM's disassembler;\n"
     "             PTX for NVIDIA), obj (the binary: ELF object, or cubin for NVIDIA), info (launch facts);\n"
     "             without --emit every text stage is printed\n"
-    "  --kernel   a built-in kernel (codegen/builtin_kernels.cpp), in its first run's sizes; `--kernel list` lists them\n";
+    "  --kernel   a built-in kernel (codegen/builtin_kernels.cpp), in its first run's sizes; `--kernel list` lists them\n"
+    "  --opt      shape the kernel's loops with the optimizer's heuristics for the target first (kernels whose\n"
+    "             axes are already marked stay as written); the actions chosen are printed\n"
+    "  --opts     apply these actions instead, e.g. \"UPCAST(1, 4) UNROLL(2, 4) LOCAL(0, 16)\": NAME(axis, amount)\n"
+    "             with NAME one of LOCAL, UPCAST, UNROLL, GROUP, PADTO, SWAP (SWAP's amount: the other axis)\n";
 
 std::string info(const codegen::CompiledKernel& ck) {
   const codegen::LoweredKernel& k = ck.kernel;
   std::ostringstream o;
-  o << "kernel " << k.name << " for " << ck.target->name << " (" << ck.target->arch_name() << ")\n  arguments:";
+  o << "kernel " << k.name << " for " << ck.target->name << " (" << ck.target->arch_name() << ")\n";
+  o << "  optimizer actions: " << codegen::opt::opts_text(ck.opts) << "\n  arguments:";
   for (const codegen::Param& p : k.params)
     o << " " << p.name << ":" << p.dtype.name()
       << (p.kind == codegen::Param::Kind::Buffer ? (p.written ? (p.read ? " (in/out)" : " (out)") : " (in)") : "");
@@ -82,6 +88,7 @@ int compile_command(const std::vector<std::string>& args) {
   std::string file, kernel_name, target = "x86", emit, out_path, name;
   int opt = 2;
   bool cache = true;
+  codegen::CompileOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* what) -> std::string {
@@ -96,6 +103,8 @@ int compile_command(const std::vector<std::string>& args) {
     else if (a == "-O") opt = static_cast<int>(parse_integer(value("-O"), "-O", 0, 3));
     else if (a.size() == 3 && a.rfind("-O", 0) == 0 && a[2] >= '0' && a[2] <= '3') opt = a[2] - '0';
     else if (a == "--no-cache") cache = false;
+    else if (a == "--opt") o.heuristic = true;
+    else if (a == "--opts") o.opts = codegen::opt::parse_opts(value("--opts"));
     else if (a == "-h" || a == "--help") {
       std::fputs(kCompileUsage, stdout);
       return 0;
@@ -128,11 +137,11 @@ int compile_command(const std::vector<std::string>& args) {
   std::optional<ir::UOp> parsed = read_graph(where, text);
   if (!parsed) return 1;
   ir::UOp kernel = *parsed;
-  codegen::CompileOptions o;
   o.name = !name.empty() ? name : !kernel_name.empty() ? kernel_name : "kernel";
   o.opt_level = opt;
   o.cache = cache;
   auto ck = codegen::compile(kernel, t, o);
+  if (o.heuristic || !o.opts.empty()) std::fprintf(stderr, "ugpu compile: optimizer actions: %s\n", codegen::opt::opts_text(ck->opts).c_str());
 
   std::string result;
   bool binary = emit == "obj";

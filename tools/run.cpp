@@ -35,13 +35,17 @@ int devices_command(const std::vector<std::string>& args) {
 int run_command(const std::vector<std::string>& args) {
   constexpr const char* kRunUsage =
       "usage: ugpu run FILE.uop|- [--device D] [--var NAME=VALUE ...] [--size SLOT=N ...] [--seed N] [--trace out.json]\n"
+      "                [--opt | --opts ACTIONS]\n"
       "Runs the kernel once on the device with deterministic inputs (floats in [-1, 1], integers in\n"
       "[0, 100), buffers as large as the kernel's index bounds) and prints a checksum of each buffer\n"
-      "it writes. Variables not given take their lower bound; --size sets a buffer's element count.\n";
+      "it writes. Variables not given take their lower bound; --size sets a buffer's element count.\n"
+      "--opt shapes the kernel with the optimizer's heuristics first, --opts with given actions\n"
+      "(\"UPCAST(1, 4) LOCAL(0, 16)\", see `ugpu compile --help`).\n";
   std::string file, device, trace;
   std::map<std::string, int64_t> vars;
   std::map<int64_t, int64_t> sizes;
   uint64_t seed = 1;
+  codegen::CompileOptions copts;
   for (size_t i = 0; i < args.size(); ++i) {
     auto value = [&](const char* opt) -> std::string {
       if (i + 1 >= args.size()) throw Error(std::string(opt) + " needs a value");
@@ -49,6 +53,8 @@ int run_command(const std::vector<std::string>& args) {
     };
     if (args[i] == "--device") device = value("--device");
     else if (args[i] == "--trace") trace = value("--trace");
+    else if (args[i] == "--opt") copts.heuristic = true;
+    else if (args[i] == "--opts") copts.opts = codegen::opt::parse_opts(value("--opts"));
     else if (args[i] == "--seed") seed = static_cast<uint64_t>(parse_integer(value("--seed"), "--seed", 0, INT64_MAX));
     else if (args[i] == "--var") {
       std::string v = value("--var");
@@ -81,7 +87,7 @@ int run_command(const std::vector<std::string>& args) {
   auto profiler = trace.empty() ? nullptr : std::make_shared<hcq::Profiler>();
   if (profiler) dev->set_profiler(profiler);
   std::vector<HostBuffer> bufs = make_buffers(kernel, seed, sizes);
-  double ms = run_kernel(*dev, kernel, "kernel", bufs, vars);
+  double ms = run_kernel(*dev, kernel, "kernel", bufs, vars, copts);
   std::printf("device %s: ran in %.3f ms\n", dev->name().c_str(), ms);
   for (const HostBuffer& b : bufs) {
     if (!b.written) continue;

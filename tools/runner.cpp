@@ -87,8 +87,8 @@ std::vector<HostBuffer> make_buffers(const ir::UOp& kernel, uint64_t seed, const
 }
 
 double run_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name, std::vector<HostBuffer>& bufs,
-                  const std::map<std::string, int64_t>& vars) {
-  codegen::CompileOptions o;
+                  const std::map<std::string, int64_t>& vars, const codegen::CompileOptions& opts) {
+  codegen::CompileOptions o = opts;
   o.name = name;
   auto ck = codegen::compile(kernel, codegen::find_target(dev.target()), o);
   std::string have;  // the kernel's variables, for the message

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/builtin_kernels.h"
+#include "codegen/compiler.h"
 #include "hcq/device.h"
 #include "ir/uop.h"
 
@@ -25,8 +26,9 @@ std::vector<HostBuffer> make_buffers(const ir::UOp& kernel, uint64_t seed, const
 // Compiles, loads and runs `kernel` once with `vars` (by name; missing ones take their lower
 // bound; a name the kernel has no variable for is an Error); copies the buffers in before and out
 // after. Returns the kernel's device time in ms.
+// `opts`: how the optimizer shapes the kernel first (compile options' heuristic and opts).
 double run_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name, std::vector<HostBuffer>& bufs,
-                  const std::map<std::string, int64_t>& vars = {});
+                  const std::map<std::string, int64_t>& vars = {}, const codegen::CompileOptions& opts = {});
 
 uint64_t fnv1a(const std::vector<uint8_t>& bytes);
 

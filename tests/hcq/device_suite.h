@@ -17,10 +17,12 @@ namespace ugpu::test {
 // Runs `text` on `dev` with the given input bytes per buffer slot and variables; returns the buffers.
 // Buffers the compiled kernel no longer uses (simplified away) are not passed; its parameters say
 // which slots remain.
+// `opts`: the optimizer's actions to apply first (codegen/opt/opt.h).
 inline std::vector<std::vector<uint8_t>> run_on(hcq::Device& dev, const std::string& text, const std::vector<std::vector<uint8_t>>& in,
-                                                const std::vector<int64_t>& vars) {
+                                                const std::vector<int64_t>& vars, const std::vector<codegen::opt::Opt>& opts = {}) {
   codegen::CompileOptions o;
   o.name = "k";
+  o.opts = opts;
   auto ck = codegen::compile(ir::parse(text), codegen::find_target(dev.target()), o);
   auto prog = dev.load(ck);
   std::vector<hcq::Buffer> bufs;

@@ -1,0 +1,149 @@
+// The default optimizer: actions chosen from the kernel's shape and its memory accesses, per target,
+// without running anything (codegen/opt/opt.h). In order:
+//   1. GPU, a reduction with few outputs (matrix-vector products, norms, softmax rows): the work-items
+//      of a workgroup share each reduction (GROUP), reading neighbouring elements side by side.
+//   2. A reduction: register blocking. Output axes along which some load does not move are UPCAST,
+//      so each loaded value serves several outputs (a matmul's 4x4 or 4x8 block); the contiguous one
+//      first, so its loads and stores become vectors.
+//   3. The innermost reduce axis is UNROLLed: fully when short, else by 4.
+//   4. Nothing upcast yet (elementwise kernels): the axis contiguous in the stores by 4, for vector
+//      accesses.
+//   5. GPU: output axes become work-items (LOCAL), the contiguous one first, up to the target's
+//      default workgroup size.
+#include <algorithm>
+
+#include "codegen/opt/opt.h"
+
+namespace ugpu::codegen::opt {
+using namespace ir;
+namespace {
+
+class Chooser {
+ public:
+  Chooser(const UOp& sink, const Target& t) : s_(sink), t_(t) {}
+
+  bool apply(const Opt& o) {
+    try {
+      s_ = apply_opt(s_, o, t_);
+    } catch (const OptError&) { return false; }
+    opts_.push_back(o);
+    return true;
+  }
+  const UOp& kernel() const { return s_; }
+  std::vector<Opt> take() { return std::move(opts_); }
+
+ private:
+  UOp s_;
+  const Target& t_;
+  std::vector<Opt> opts_;
+};
+
+bool is_output(const Axis& a) { return a.type == AxisType::GLOBAL || a.type == AxisType::LOOP; }
+
+// Product of the constant output sizes; a variable size counts as large.
+int64_t output_size(const std::vector<Axis>& axes) {
+  int64_t p = 1;
+  for (const Axis& a : axes)
+    if (is_output(a) || a.type == AxisType::UPCAST || a.type == AxisType::LOCAL) p *= a.size < 0 ? 1 << 20 : a.size;
+  return p;
+}
+
+int64_t copies(const std::vector<Axis>& axes) {
+  int64_t p = 1;
+  for (const Axis& a : axes)
+    if (a.type == AxisType::UPCAST || a.type == AxisType::UNROLL) p *= a.size;
+  return p;
+}
+
+// The innermost (highest id) reduce axis with a constant size.
+const Axis* last_reduce(const std::vector<Axis>& axes) {
+  const Axis* r = nullptr;
+  for (const Axis& a : axes)
+    if (a.type == AxisType::REDUCE && a.size > 0) r = &a;
+  return r;
+}
+
+}  // namespace
+
+std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
+  if (hand_optimized(sink)) return {};
+  Chooser c(sink, t);
+  std::vector<Axis> axes = kernel_axes(sink);
+  bool reduces = last_reduce(axes) != nullptr;
+
+  // 1. A workgroup shares each reduction when there are too few outputs to fill the GPU.
+  if (t.gpu() && reduces && output_size(axes) <= 2048) {
+    const Axis* r = last_reduce(axes);
+    if (r->size >= 64)
+      for (int64_t amt : {64, 32, 16, 8})
+        if (r->size % amt == 0 && r->size / amt >= 2 && c.apply({OptOp::GROUP, r->id, amt})) break;
+  }
+
+  // 2. Register blocking: upcast output axes that some load does not move along.
+  if (reduces) {
+    const int64_t limit = t.gpu() ? 16 : 32;
+    for (int round = 0; round < 2; ++round) {
+      axes = kernel_axes(c.kernel());
+      std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
+      const Axis* best = nullptr;
+      int64_t best_reuse = 0, best_contig = 0;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        const Axis& a = axes[k];
+        if (!is_output(a) || a.size < 0 || a.size % 4 != 0) continue;
+        int64_t reuse = 0, contig = 0;
+        for (const Access& x : acc) {
+          if (!x.store && x.stride[k] == 0) ++reuse;
+          if (x.stride[k] == 1) ++contig;
+        }
+        if (reuse == 0) continue;
+        if (!best || contig > best_contig || (contig == best_contig && reuse > best_reuse)) best = &a, best_reuse = reuse, best_contig = contig;
+      }
+      if (!best) break;
+      // The CPU's vectors hold 8 floats: a contiguous axis goes 8 wide there.
+      int64_t amt = !t.gpu() && best_contig > 0 && best->size % 8 == 0 ? 8 : 4;
+      if (copies(axes) * amt > limit) amt = 4;
+      if (copies(axes) * amt > limit || !c.apply({OptOp::UPCAST, best->id, amt})) break;
+    }
+  }
+
+  // 3. Unroll the innermost reduce axis.
+  axes = kernel_axes(c.kernel());
+  if (const Axis* r = last_reduce(axes)) {
+    if (r->size <= 8 && copies(axes) * r->size <= 64) c.apply({OptOp::UNROLL, r->id, r->size});
+    else if (r->size % 4 == 0 && copies(axes) * 4 <= 64) c.apply({OptOp::UNROLL, r->id, 4});
+  }
+
+  // 4. Elementwise: vector accesses along the axis the stores are contiguous in.
+  axes = kernel_axes(c.kernel());
+  if (copies(axes) == 1) {
+    std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
+    for (size_t k = axes.size(); k-- > 0;) {
+      const Axis& a = axes[k];
+      bool contiguous_store = std::any_of(acc.begin(), acc.end(), [&](const Access& x) { return x.store && x.stride[k] == 1; });
+      if (is_output(a) && a.size > 0 && a.size % 4 == 0 && contiguous_store) {
+        c.apply({OptOp::UPCAST, a.id, 4});
+        break;
+      }
+    }
+  }
+
+  // 5. GPU: work-items from the output axes, the contiguous (innermost) first.
+  if (t.gpu()) {
+    int64_t budget = t.default_local;
+    axes = kernel_axes(c.kernel());
+    for (const Axis& a : axes) budget /= a.type == AxisType::LOCAL || a.type == AxisType::GROUP_REDUCE ? std::max<int64_t>(a.size, 1) : 1;
+    int used = 0;
+    for (size_t k = axes.size(); k-- > 0 && used < 2;) {
+      const Axis& a = axes[k];
+      if (a.type != AxisType::GLOBAL || a.size < 2) continue;
+      for (int64_t amt : {32, 16, 8, 4, 2})
+        if (amt <= budget && a.size % amt == 0 && c.apply({OptOp::LOCAL, a.id, amt})) {
+          budget /= amt, ++used;
+          break;
+        }
+    }
+  }
+  return c.take();
+}
+
+}  // namespace ugpu::codegen::opt

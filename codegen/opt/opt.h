@@ -1,0 +1,85 @@
+// The kernel optimizer (docs/optimizer.md): actions that reshape a kernel's loops — split an output
+// axis into work-items (LOCAL) or unrolled copies (UPCAST), unroll a reduction (UNROLL), reduce
+// across a workgroup (GROUP), pad an axis to a multiple (PADTO), swap two output axes (SWAP) — each
+// checked for legality, and the heuristics that choose them per target (heuristic.cpp).
+//
+// Actions work on the kernel graph that lower() takes, before any pass: a split replaces RANGE r by
+// `r_outer * amount + r_new`, where r_outer keeps r's axis id and type and r_new gets the next free
+// id and the action's type; END and REDUCE close both. What the later passes do with the new ranges
+// (codegen/passes.h) is what makes them fast: expand() unrolls UPCAST/UNROLL axes, vectorize_memory()
+// turns their neighbouring accesses into vector loads and stores, add_gpudims() makes LOCAL axes
+// work-items, lower_group_reduce() combines GROUP_REDUCE partials through workgroup memory.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/target.h"
+#include "common/error.h"
+#include "ir/uop.h"
+
+namespace ugpu::codegen::opt {
+
+#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP)
+enum class OptOp : uint8_t {
+#define UGPU_OPT_ENUM(name) name,
+  UGPU_OPT_OPS(UGPU_OPT_ENUM)
+#undef UGPU_OPT_ENUM
+};
+std::string_view opt_op_name(OptOp op);
+
+// One action. `axis` is a RANGE's axis id (as the kernel text shows it: `RANGE(n) {axis, TYPE}`);
+// `amount` is the split size, PADTO's multiple, or SWAP's other axis id.
+struct Opt {
+  OptOp op;
+  int64_t axis = 0;
+  int64_t amount = 0;
+  bool operator==(const Opt&) const = default;
+  std::string text() const;  // "UPCAST(1, 4)"
+};
+std::string opts_text(std::span<const Opt> opts);  // "UPCAST(1, 4) UNROLL(2, 4)", "none" when empty
+// Parses what opts_text writes (spaces or commas between actions); throws Error naming the bad part.
+std::vector<Opt> parse_opts(std::string_view text);
+
+// An action that does not apply to the kernel, with why.
+class OptError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A loop of the kernel as the optimizer sees it.
+struct Axis {
+  ir::UOp range;
+  int64_t id;
+  ir::AxisType type;
+  int64_t size;  // -1 when it is not a constant
+};
+// Every RANGE of the kernel, by axis id.
+std::vector<Axis> kernel_axes(const ir::UOp& sink);
+
+// Whether the kernel's author already chose its shape: it has LOCAL, UPCAST, UNROLL or GROUP_REDUCE
+// ranges, or workgroup memory. The heuristics leave such kernels as they are.
+bool hand_optimized(const ir::UOp& sink);
+
+// The kernel with one action applied; throws OptError when the action is not legal for the kernel on
+// `target` (the message says why).
+ir::UOp apply_opt(const ir::UOp& sink, const Opt& opt, const Target& target);
+ir::UOp apply_opts(const ir::UOp& sink, std::span<const Opt> opts, const Target& target);
+
+// heuristic.cpp: the actions chosen for a kernel on a target without running anything; empty for a
+// hand-optimized kernel. Every action returned applies (in order) without error.
+std::vector<Opt> heuristic_opts(const ir::UOp& sink, const Target& target);
+
+// The per-buffer access facts the heuristics use: for each load and store of a global buffer, the
+// coefficient of each axis in its element index (0: the access does not move with the axis; -1: it
+// moves, but not linearly).
+struct Access {
+  ir::UOp index;  // the INDEX node
+  bool store = false;
+  std::vector<int64_t> stride;  // by position in kernel_axes()
+};
+std::vector<Access> kernel_accesses(const ir::UOp& sink, const std::vector<Axis>& axes);
+
+}  // namespace ugpu::codegen::opt

@@ -1,0 +1,292 @@
+// The kernel optimizer (codegen/opt/): each action's effect and refusals, the text form of actions,
+// and random kernels that give the same bits optimized as written — with the heuristics' actions and
+// with random legal ones — on cpu, emu:amd and emu:nv. Inputs are small integers (also in the float
+// dtypes), so every sum is exact in any order and results compare bit for bit (but for the sign of a
+// zero, which the IR leaves open: an unrolled sum may add -0 first). UGPU_OPT_SEED and
+// UGPU_OPT_KERNELS (default 21 and 40) choose other random kernels.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <random>
+#include <sstream>
+
+#include "codegen/opt/opt.h"
+#include "ir/text.h"
+#include "tests/hcq/device_suite.h"
+
+using namespace ugpu;
+using codegen::opt::Opt;
+using codegen::opt::OptOp;
+using ir::AxisType;
+using ir::UOp;
+
+namespace {
+
+const codegen::Target& target(const char* name) { return codegen::find_target(name); }
+
+const char* kMatmul = R"(c = DEFINE_GLOBAL:float* {0}
+a = DEFINE_GLOBAL:float* {1}
+b = DEFINE_GLOBAL:float* {2}
+i = RANGE(32) {0, GLOBAL}
+j = RANGE(24) {1, GLOBAL}
+k = RANGE(36) {2, REDUCE}
+acc = REDUCE:float(LOAD:float(INDEX:float*(a, i*36 + k)) * LOAD:float(INDEX:float*(b, k*24 + j)), k) {ADD}
+SINK(END(STORE(INDEX:float*(c, i*24 + j), acc), i, j))
+)";
+
+std::string axes_text(const UOp& sink) {
+  std::string s;
+  for (const auto& a : codegen::opt::kernel_axes(sink))
+    s += (s.empty() ? "" : " ") + std::to_string(a.id) + ":" + std::string(ir::axis_type_name(a.type)) + "(" + std::to_string(a.size) + ")";
+  return s;
+}
+
+UOp apply(const char* text, std::vector<Opt> opts, const char* tgt = "x86") { return codegen::opt::apply_opts(ir::parse(text), opts, target(tgt)); }
+
+void refused(const char* text, std::vector<Opt> opts, const char* tgt, const std::string& why) {
+  CAPTURE(codegen::opt::opts_text(opts));
+  try {
+    apply(text, opts, tgt);
+    FAIL("the action was applied; expected a refusal containing: " << why);
+  } catch (const codegen::opt::OptError& e) { CHECK_MESSAGE(std::string(e.what()).find(why) != std::string::npos, e.what()); }
+}
+
+}  // namespace
+
+TEST_CASE("opt: each action reshapes the kernel's axes") {
+  CHECK(axes_text(ir::parse(kMatmul)) == "0:GLOBAL(32) 1:GLOBAL(24) 2:REDUCE(36)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::UPCAST, 1, 4}})) == "0:GLOBAL(32) 1:GLOBAL(6) 2:REDUCE(36) 3:UPCAST(4)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::UPCAST, 1, 4}, {OptOp::UNROLL, 2, 4}})) == "0:GLOBAL(32) 1:GLOBAL(6) 2:REDUCE(9) 3:UPCAST(4) 4:UNROLL(4)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::UNROLL, 2, 36}})) == "0:GLOBAL(32) 1:GLOBAL(24) 2:UNROLL(36)");  // a whole axis changes type
+  CHECK(axes_text(apply(kMatmul, {{OptOp::LOCAL, 0, 16}}, "gfx1100")) == "0:GLOBAL(2) 1:GLOBAL(24) 2:REDUCE(36) 3:LOCAL(16)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::GROUP, 2, 12}}, "sm_90")) == "0:GLOBAL(32) 1:GLOBAL(24) 2:REDUCE(3) 3:GROUP_REDUCE(12)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::PADTO, 1, 16}})) == "0:GLOBAL(32) 1:GLOBAL(32) 2:REDUCE(36)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::SWAP, 0, 1}})) == "0:GLOBAL(24) 1:GLOBAL(32) 2:REDUCE(36)");
+  // The split axis is `outer * amount + inner` in every index.
+  std::string text = ir::print(apply(kMatmul, {{OptOp::UPCAST, 1, 4}}));
+  CHECK_MESSAGE(text.find("r1 * 4 + r3") != std::string::npos, text);
+  // PADTO masks the padded iterations' loads and stores.
+  text = ir::print(apply(kMatmul, {{OptOp::PADTO, 1, 16}}));
+  CHECK_MESSAGE(text.find("r1 < 24") != std::string::npos, text);
+  CHECK_MESSAGE(text.find("INVALID") != std::string::npos, text);
+}
+
+TEST_CASE("opt: actions that do not apply are refused with the reason") {
+  refused(kMatmul, {{OptOp::UPCAST, 2, 4}}, "x86", "a reduce axis is UNROLLed");
+  refused(kMatmul, {{OptOp::UNROLL, 0, 4}}, "x86", "an output axis is UPCAST");
+  refused(kMatmul, {{OptOp::UPCAST, 1, 5}}, "x86", "5 does not divide its size 24 (PADTO it to a multiple first)");
+  refused(kMatmul, {{OptOp::UPCAST, 1, 1}}, "x86", "at least 2");
+  refused(kMatmul, {{OptOp::UPCAST, 0, 32}}, "x86", "at most 16 copies");
+  refused(kMatmul, {{OptOp::UPCAST, 0, 16}, {OptOp::UPCAST, 1, 8}, {OptOp::UNROLL, 2, 4}}, "x86", "at most 256");
+  refused(kMatmul, {{OptOp::LOCAL, 0, 8}}, "x86", "LOCAL is for GPU targets");
+  refused(kMatmul, {{OptOp::GROUP, 2, 4}}, "x86", "GROUP is for GPU targets");
+  refused(kMatmul, {{OptOp::LOCAL, 2, 4}}, "gfx1100", "LOCAL splits GLOBAL axes");
+  refused(kMatmul, {{OptOp::GROUP, 0, 4}}, "gfx1100", "GROUP splits reduce axes");
+  refused(kMatmul, {{OptOp::LOCAL, 0, 32}, {OptOp::LOCAL, 1, 24}, {OptOp::GROUP, 2, 4}}, "sm_90", "allows 1024");
+  refused(kMatmul, {{OptOp::GROUP, 2, 4}, {OptOp::GROUP, 2, 3}}, "sm_90", "already has a GROUP axis");
+  refused(kMatmul, {{OptOp::PADTO, 0, 16}}, "x86", "already a multiple");
+  refused(kMatmul, {{OptOp::PADTO, 1, 64}}, "x86", "more than doubles");
+  refused(kMatmul, {{OptOp::SWAP, 0, 2}}, "x86", "SWAP exchanges two output axes");
+  refused(kMatmul, {{OptOp::UPCAST, 7, 2}}, "x86", "no axis 7 (its axes: 0 GLOBAL, 1 GLOBAL, 2 REDUCE)");
+  refused(R"(out = DEFINE_GLOBAL:float* {0}
+n = DEFINE_VAR:index {"n", 1, 64}
+i = RANGE(n) {0, GLOBAL}
+SINK(END(STORE(INDEX:float*(out, i), 1.0), i))
+)",
+          {{OptOp::UPCAST, 0, 4}}, "x86", "its size is not a constant");
+  // A kernel with workgroup memory keeps it as written.
+  refused(codegen::builtin_kernel("group_sum").source().c_str(), {{OptOp::LOCAL, 0, 2}}, "gfx1100", "already uses workgroup memory");
+}
+
+TEST_CASE("opt: actions as text") {
+  std::vector<Opt> opts{{OptOp::UPCAST, 1, 4}, {OptOp::LOCAL, 0, 16}, {OptOp::SWAP, 0, 1}};
+  CHECK(codegen::opt::opts_text(opts) == "UPCAST(1, 4) LOCAL(0, 16) SWAP(0, 1)");
+  CHECK(codegen::opt::parse_opts("UPCAST(1, 4) LOCAL(0,16), SWAP(0, 1)") == opts);
+  CHECK(codegen::opt::parse_opts("").empty());
+  CHECK(codegen::opt::opts_text({}) == "none");
+  CHECK_THROWS_WITH_AS(codegen::opt::parse_opts("UPCST(1, 4)"), doctest::Contains("unknown action 'UPCST'"), Error);
+  CHECK_THROWS_WITH_AS(codegen::opt::parse_opts("UPCAST(1 4"), doctest::Contains("expected ')'"), Error);
+  CHECK_THROWS_WITH_AS(codegen::opt::parse_opts("UPCAST(x, 4)"), doctest::Contains("expected an axis id"), Error);
+}
+
+TEST_CASE("opt: the heuristics block a matmul, group a matrix-vector product on GPUs, and leave marked kernels alone") {
+  UOp mm = ir::parse(kMatmul);
+  auto x86 = codegen::opt::heuristic_opts(mm, target("x86"));
+  CHECK(codegen::opt::opts_text(x86) == "UPCAST(1, 8) UPCAST(0, 4)");
+  auto gpu = codegen::opt::heuristic_opts(mm, target("gfx1100"));
+  CHECK_MESSAGE(codegen::opt::opts_text(gpu).find("LOCAL") != std::string::npos, codegen::opt::opts_text(gpu));
+  UOp matvec = ir::parse(R"(y = DEFINE_GLOBAL:float* {0}
+w = DEFINE_GLOBAL:float* {1}
+x = DEFINE_GLOBAL:float* {2}
+i = RANGE(256) {0, GLOBAL}
+k = RANGE(4096) {1, REDUCE}
+SINK(END(STORE(INDEX:float*(y, i), REDUCE:float(LOAD:float(INDEX:float*(w, i*4096 + k)) * LOAD:float(INDEX:float*(x, k)), k) {ADD}), i))
+)");
+  for (const char* t : {"gfx1100", "sm_90"}) {
+    auto o = codegen::opt::heuristic_opts(matvec, target(t));
+    CHECK_MESSAGE(!o.empty(), t);
+    CHECK_MESSAGE(o[0].op == OptOp::GROUP, t << ": " << codegen::opt::opts_text(o));
+  }
+  CHECK(codegen::opt::heuristic_opts(codegen::builtin_kernel("matmul_upcast").parse(), target("x86")).empty());
+  CHECK(codegen::opt::heuristic_opts(codegen::builtin_kernel("group_sum").parse(), target("gfx1100")).empty());
+}
+
+namespace {
+
+// Random kernels: matmul-like (two loads, each missing one output axis), row reductions (ADD, MAX)
+// and broadcasting elementwise ones, in float, half and int32, sizes with and without divisors.
+struct RandomKernel {
+  std::string text;
+  ir::DType dtype;
+  std::vector<size_t> elements;  // per slot
+};
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed) : rng_(seed) {}
+  int64_t pick(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng_() % static_cast<uint64_t>(hi - lo + 1)); }
+  int64_t size() {
+    static const int64_t kSizes[] = {1, 2, 3, 4, 6, 7, 8, 12, 16, 24, 32, 33, 48, 64};
+    return kSizes[pick(0, std::size(kSizes) - 1)];
+  }
+
+  RandomKernel make() {
+    static const ir::DType kTypes[] = {ir::dtypes::float32, ir::dtypes::half, ir::dtypes::int32};
+    RandomKernel k;
+    k.dtype = kTypes[pick(0, 2)];
+    std::string t = k.dtype.name();
+    std::ostringstream s;
+    auto ld = [&](const char* buf, const std::string& idx) { return "LOAD:" + t + "(INDEX:" + t + "*(" + buf + ", " + idx + "))"; };
+    s << "out = DEFINE_GLOBAL:" << t << "* {0}\na = DEFINE_GLOBAL:" << t << "* {1}\nb = DEFINE_GLOBAL:" << t << "* {2}\n";
+    int kind = static_cast<int>(pick(0, 2));
+    int64_t m = size(), n = size(), r = size() * (pick(0, 1) ? 1 : 2);
+    s << "i = RANGE(" << m << ") {0, GLOBAL}\n";
+    if (kind == 0) {  // out[i, j] = sum_k a[i, k] * b[k, j]  (ADD or MAX)
+      const char* op = pick(0, 3) ? "ADD" : "MAX";
+      s << "j = RANGE(" << n << ") {1, GLOBAL}\nk = RANGE(" << r << ") {2, REDUCE}\n";
+      s << "SINK(END(STORE(INDEX:" << t << "*(out, i*" << n << " + j), REDUCE:" << t << "(" << ld("a", "i*" + std::to_string(r) + " + k") << " * "
+        << ld("b", "k*" + std::to_string(n) + " + j") << ", k) {" << op << "}), i, j))\n";
+      k.elements = {size_t(m * n), size_t(m * r), size_t(r * n)};
+    } else if (kind == 1) {  // out[i] = reduce_k (a[i, k] + b[k])
+      const char* op = pick(0, 1) ? "ADD" : "MAX";
+      s << "k = RANGE(" << r << ") {1, REDUCE}\n";
+      s << "SINK(END(STORE(INDEX:" << t << "*(out, i), REDUCE:" << t << "(" << ld("a", "i*" + std::to_string(r) + " + k") << " + " << ld("b", "k")
+        << ", k) {" << op << "}), i))\n";
+      k.elements = {size_t(m), size_t(m * r), size_t(r)};
+    } else {  // out[i, j] = a[i, j] * b[j] + a[i, j]
+      s << "j = RANGE(" << n << ") {1, GLOBAL}\n";
+      std::string aij = ld("a", "i*" + std::to_string(n) + " + j");
+      s << "SINK(END(STORE(INDEX:" << t << "*(out, i*" << n << " + j), " << aij << " * " << ld("b", "j") << " + " << aij << "), i, j))\n";
+      k.elements = {size_t(m * n), size_t(m * n), size_t(n)};
+    }
+    k.text = s.str();
+    return k;
+  }
+
+  // Up to four random actions that apply, tried in turn.
+  std::vector<Opt> actions(const UOp& sink, const codegen::Target& t) {
+    static const int64_t kAmounts[] = {2, 3, 4, 8, 16, 32};
+    std::vector<Opt> out;
+    UOp s = sink;
+    for (int tries = 0; tries < 12 && out.size() < 4; ++tries) {
+      auto axes = codegen::opt::kernel_axes(s);
+      Opt o{static_cast<OptOp>(pick(0, 5)), axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id, kAmounts[pick(0, 5)]};
+      if (o.op == OptOp::SWAP) o.amount = axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id;
+      try {
+        s = codegen::opt::apply_opt(s, o, t);
+        out.push_back(o);
+      } catch (const codegen::opt::OptError&) {}
+    }
+    return out;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+std::vector<std::vector<uint8_t>> inputs(const RandomKernel& k, std::mt19937_64& rng) {
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t slot = 0; slot < k.elements.size(); ++slot) {
+    codegen::HostData d{.slot = static_cast<int64_t>(slot), .dtype = k.dtype, .bytes = std::vector<uint8_t>(k.elements[slot] * k.dtype.itemsize())};
+    if (slot > 0)
+      for (size_t e = 0; e < k.elements[slot]; ++e) d.set(e, static_cast<double>(static_cast<int64_t>(rng() % 9) - 4));
+    out.push_back(d.bytes);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("opt: random kernels give the same bits optimized as written, on every device") {
+  std::vector<std::pair<std::string, std::unique_ptr<hcq::Device>>> devices;
+  for (const char* name : {"cpu", "emu:amd", "emu:nv"}) devices.emplace_back(name, drivers::open_device(name));
+  const char* seed_env = std::getenv("UGPU_OPT_SEED");
+  const char* count_env = std::getenv("UGPU_OPT_KERNELS");
+  uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10) : 21;
+  int count = count_env ? std::atoi(count_env) : 40;
+  Generator gen(seed);
+  std::mt19937_64 rng(seed * 31 + 5);
+  int optimized = 0;
+  for (int n = 0; n < count; ++n) {
+    RandomKernel k = gen.make();
+    INFO("kernel ", n, " (UGPU_OPT_SEED=", seed, "):\n", k.text);
+    auto in = inputs(k, rng);
+    auto want = test::run_on(*devices[0].second, k.text, in, {});
+    for (auto& [name, dev] : devices) {
+      const codegen::Target& t = codegen::find_target(dev->target());
+      for (int variant = 0; variant < 2; ++variant) {
+        UOp sink = ir::parse(k.text);
+        std::vector<Opt> opts = variant == 0 ? codegen::opt::heuristic_opts(sink, t) : gen.actions(sink, t);
+        INFO(name, ": ", codegen::opt::opts_text(opts));
+        if (opts.empty()) continue;
+        ++optimized;
+        auto got = test::run_on(*dev, k.text, in, {}, opts);
+        codegen::HostData g{.slot = 0, .dtype = k.dtype, .bytes = got[0]}, w{.slot = 0, .dtype = k.dtype, .bytes = want[0]};
+        size_t wrong = 0, first = 0;
+        for (size_t e = 0; e < g.count(); ++e)
+          if (g.bits(e) != w.bits(e) && !(k.dtype.is_float() && g.value(e) == 0 && w.value(e) == 0)) first = wrong++ ? first : e;
+        CHECK_MESSAGE(wrong == 0, wrong << " of " << g.count() << " elements differ; first: element " << first << ": want " << w.value(first)
+                                        << ", got " << g.value(first));
+      }
+    }
+  }
+  MESSAGE(optimized << " optimized kernels compared");
+  CHECK(optimized > count * 2);
+}
+
+TEST_CASE("opt: a reduction shared by a workgroup (GROUP) on both GPU emulators") {
+  // Softmax-like: two reductions over one axis (the second uses the first), both grouped.
+  const char* text = R"(out = DEFINE_GLOBAL:float* {0}
+x = DEFINE_GLOBAL:float* {1}
+i = RANGE(6) {0, GLOBAL}
+k = RANGE(96) {1, REDUCE}
+k2 = RANGE(96) {2, REDUCE}
+m = REDUCE:float(LOAD:float(INDEX:float*(x, i*96 + k)), k) {MAX}
+s = REDUCE:float(LOAD:float(INDEX:float*(x, i*96 + k2)) - m, k2) {ADD}
+SINK(END(STORE(INDEX:float*(out, i), s + m), i))
+)";
+  RandomKernel k{text, ir::dtypes::float32, {6, 6 * 96}};
+  std::mt19937_64 rng(3);
+  auto in = inputs(k, rng);
+  auto cpu = drivers::open_device("cpu");
+  auto want = test::run_on(*cpu, text, in, {});
+  for (const char* name : {"emu:amd", "emu:nv"}) {
+    CAPTURE(name);
+    auto dev = drivers::open_device(name);
+    for (std::vector<Opt> opts : {std::vector<Opt>{{OptOp::GROUP, 1, 32}, {OptOp::GROUP, 2, 16}},
+                                  {{OptOp::GROUP, 2, 8}, {OptOp::UNROLL, 1, 4}},
+                                  {{OptOp::GROUP, 1, 16}, {OptOp::LOCAL, 0, 2}, {OptOp::UNROLL, 1, 2}}}) {
+      CAPTURE(codegen::opt::opts_text(opts));
+      if (opts[0].op == OptOp::GROUP && opts.size() == 2 && opts[1].op == OptOp::GROUP) {
+        // One GROUP axis per kernel.
+        CHECK_THROWS_AS(codegen::opt::apply_opts(ir::parse(text), opts, codegen::find_target(dev->target())), codegen::opt::OptError);
+        continue;
+      }
+      auto got = test::run_on(*dev, text, in, {}, opts);
+      CHECK(got[0] == want[0]);  // no zero sums here: x - max is never all zeros
+      auto ck =
+          codegen::compile(codegen::opt::apply_opts(ir::parse(text), opts, codegen::find_target(dev->target())), codegen::find_target(dev->target()));
+      CHECK(ck->kernel.shared_bytes > 0);  // the partials meet in workgroup memory
+    }
+  }
+}
