@@ -12,6 +12,12 @@
 //   softmax_gbps[D], sum_gbps[D], add_gbps[D]   bytes read and written per second
 //   memcpy_gbps                  std::memcpy of the add's bytes, on the host
 //   bandwidth_ratio_memcpy[D]    add / memcpy
+// On an emulated GPU (emu:amd, emu:nv), where time says little, the executor's instruction count is
+// the measure instead — of smaller kernels, before and after the optimizer (UGPU_OPT):
+//   <kernel>_instr_per_flop[D], <kernel>_instr_per_flop_unopt[D]         sgemm 64/128, conv2d
+//   <kernel>_instr_per_element[D], <kernel>_instr_per_element_unopt[D]   softmax, sum, add
+// (wave instructions on emu:amd, warp instructions on emu:nv), and the registers and workgroup memory
+// the optimized kernels use, read back from their code objects.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,6 +59,43 @@ double best_realize(F make, int reps) {
   return best;
 }
 
+// Emulated GPUs: instructions the executor runs for one realize of `make()`, optimized or not.
+template <class F>
+uint64_t instructions(hcq::Device& d, F make, bool optimize) {
+  set_optimize_kernels(optimize);
+  Tensor w = make();
+  w.realize();
+  d.synchronize();
+  Tensor t = make();
+  uint64_t before = *d.executed_instructions();
+  t.realize();
+  d.synchronize();
+  return *d.executed_instructions() - before;
+}
+
+int emulated(const std::string& dev) {
+  hcq::Device& d = device(dev);
+  auto report = [&](const std::string& name, const char* unit, double work, auto make) {
+    double unopt = static_cast<double>(instructions(d, make, false)) / work;
+    double opt = static_cast<double>(instructions(d, make, true)) / work;
+    std::printf("%s_instr_per_%s_unopt[%s]: %.4f\n%s_instr_per_%s[%s]: %.4f\n", name.c_str(), unit, dev.c_str(), unopt, name.c_str(), unit,
+                dev.c_str(), opt);
+    std::fflush(stdout);
+  };
+  for (int64_t n : {64, 128}) {
+    Tensor a = Tensor::rand({n, n}, 1, dtypes::float32, dev).realize(), b = Tensor::rand({n, n}, 2, dtypes::float32, dev).realize();
+    report("sgemm" + std::to_string(n), "flop", 2.0 * double(n * n * n), [&] { return a.matmul(b); });
+  }
+  Tensor x = Tensor::randn({1, 16, 16, 16}, 3, dtypes::float32, dev).realize(), w = Tensor::randn({16, 16, 3, 3}, 4, dtypes::float32, dev).realize();
+  report("conv2d", "flop", 2.0 * 16 * 16 * 9 * 16 * 16, [&] { return x.conv2d(w, {}, {1, 1}, {1, 1}); });
+  Tensor big = Tensor::randn({64, 1024}, 5, dtypes::float32, dev).realize(), other = Tensor::randn({64, 1024}, 6, dtypes::float32, dev).realize();
+  report("softmax", "element", 64.0 * 1024, [&] { return big.softmax(-1); });
+  report("sum", "element", 64.0 * 1024, [&] { return big.sum(); });
+  report("add", "element", 64.0 * 1024, [&] { return big + other; });
+  set_optimize_kernels(true);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,6 +113,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (device(dev).executed_instructions()) return emulated(dev);
     const std::string tag = "," + dev;
     for (const std::string& size : split_list(sizes_text)) {
       int64_t n = std::stoll(size);

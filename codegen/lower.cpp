@@ -86,7 +86,7 @@ LoweredKernel lower(const UOp& kernel, const Target& t, const std::string& name)
   s = expand(s);
   s = add_gpudims(s, t, k.global_size, k.local_size);
   s = graph_rewrite(s, symbolic());
-  s = vectorize_memory(s);
+  s = vectorize_memory(s, t);
   s = lower_reduce(s);
   s = decompose(s, t);
   s = lower_index_dtype(s);

@@ -30,6 +30,34 @@ bool depends_on(const UOp& u, const UOp& r) {
 
 }  // namespace
 
+std::string group_reduce_problem(const UOp& sink, const UOp& g) {
+  // The loops open at each node: its sources' open loops, less those an END or REDUCE closes.
+  std::unordered_map<const void*, std::vector<UOp>> open;
+  for (const UOp& u : sink.toposort()) {
+    std::vector<UOp>& mine = open[u.get()];
+    if (u.op() == Op::RANGE) {
+      mine.push_back(u);
+      if (u.arg_as<RangeArg>().type == AxisType::LOOP)
+        return "the kernel has a LOOP axis (" + std::to_string(u.arg_as<RangeArg>().axis) +
+               "), and the group's barrier would run once per iteration with no barrier between them";
+      continue;
+    }
+    bool closes = u.op() == Op::END || u.op() == Op::REDUCE;
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      if (closes && i > 0) continue;
+      for (const UOp& r : open.at(u.src(i).get()))
+        if (std::find(mine.begin(), mine.end(), r) == mine.end() && !(closes && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end()))
+          mine.push_back(r);
+    }
+    if (u.op() != Op::REDUCE || std::find(u.src().begin() + 1, u.src().end(), g) == u.src().end()) continue;
+    for (const UOp& r : mine)
+      if (r.arg_as<RangeArg>().type == AxisType::REDUCE)
+        return "the reduction over it runs inside the loop of reduce axis " + std::to_string(r.arg_as<RangeArg>().axis) +
+               ", and the group's barrier would run once per iteration with no barrier between them";
+  }
+  return "";
+}
+
 UOp lower_group_reduce(const UOp& sink) {
   std::vector<UOp> groups, locals, upcasts;
   int64_t next_axis = 0, next_local = 0;
@@ -46,6 +74,7 @@ UOp lower_group_reduce(const UOp& sink) {
   if (groups.size() > 1) throw Error("a kernel has at most one GROUP_REDUCE axis: " + to_inline(groups[1], 100));
   const UOp g = groups[0];
   if (!g.src(0).is_const()) throw Error("a GROUP_REDUCE axis needs a constant size: " + to_inline(g, 100));
+  if (std::string why = group_reduce_problem(sink, g); !why.empty()) throw Error("GROUP_REDUCE axis cannot be lowered: " + why);
   const RangeArg& ga = g.arg_as<RangeArg>();
   const UOp glocal = UOp::range(g.src(0), ga.axis, AxisType::LOCAL);
   const UOp zero = UOp::const_int(dtypes::index, 0);

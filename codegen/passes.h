@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "codegen/target.h"
@@ -20,6 +21,9 @@ inline ir::UOp buffer_of(ir::UOp pointer) {
 // together) becomes per-work-item partials in workgroup memory, a BARRIER, and a reduction of the
 // partials; the axis becomes LOCAL and stores to global buffers are masked to its work-item 0.
 ir::UOp lower_group_reduce(const ir::UOp& sink);
+// Why GROUP_REDUCE range g cannot be lowered in this kernel (its barrier would sit inside a loop,
+// where reuse of the workgroup memory across iterations would race); empty when it can.
+std::string group_reduce_problem(const ir::UOp& sink, const ir::UOp& g);
 
 // gates.cpp: a masked index `INDEX(buf, WHERE(c, i, INVALID))` becomes the gated `INDEX(buf, i, c)`;
 // a LOAD through a gated index gets its value for the masked-off case (0). INVALID anywhere else is
@@ -39,9 +43,10 @@ ir::UOp expand(const ir::UOp& sink);
 ir::UOp add_gpudims(const ir::UOp& sink, const Target& target, std::array<ir::UOp, 3>& global_size, std::array<ir::UOp, 3>& local_size);
 
 // vectorize.cpp: loads of consecutive elements of one buffer (same gate, base + 0, 1, ...), and such
-// stores within one GROUP, become one access of up to 16 bytes where the index proves the alignment.
+// stores within one GROUP, become one access of up to 16 lanes and Target::vector_bytes() where the
+// index proves the alignment.
 // Values are taken out with GEP and put in with VECTORIZE.
-ir::UOp vectorize_memory(const ir::UOp& sink);
+ir::UOp vectorize_memory(const ir::UOp& sink, const Target& target);
 
 // lower_reduce.cpp: REDUCE becomes an accumulator (DEFINE_REG) reset to the op's identity where the
 // reduce's enclosing loops are, updated inside the reduce loops, read after them. Sums and products

@@ -37,6 +37,18 @@ std::string_view Target::arch_name() const {
   return "?";
 }
 
+int Target::vector_bytes() const {
+  if (gpu()) return 16;
+  static const int host = [] {
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) return 64;
+    if (__builtin_cpu_supports("avx2")) return 32;
+#endif
+    return 16;
+  }();
+  return host;
+}
+
 std::span<const Target> all_targets() { return kTargets; }
 
 std::string target_names() {

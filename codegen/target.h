@@ -30,6 +30,10 @@ struct Target {
   ir::OpSet native_f64;
 
   bool gpu() const { return arch != Arch::X86; }
+  // The widest vector load or store codegen makes: 16 bytes on GPUs (dwordx4, v4.f32); on x86 the
+  // host's vector registers (64 bytes with AVX-512, 32 with AVX2, else 16), since x86 code is compiled
+  // for the host CPU.
+  int vector_bytes() const;
   std::string_view arch_name() const;
   // A buffer's address space in the generated code (LLVM numbering).
   int global_addrspace() const { return gpu() ? 1 : 0; }

@@ -1,6 +1,7 @@
 // Vector loads and stores: scalar accesses to one buffer at `base + c` for consecutive constants c
 // (what unrolled UPCAST/UNROLL axes leave side by side) become one access of 2..16 lanes of at most
-// 16 bytes, where the address is provably aligned to the access size. Alignment is proved from the
+// the target's vector size (Target::vector_bytes), where the address is provably aligned to the
+// access size. Alignment is proved from the
 // index alone: every coefficient of the index's linear form and the first constant are multiples of
 // the lane count, and buffers are 16-byte aligned (kernel.h: kBufferAlignment). Loads anywhere in the
 // kernel combine when they share buffer, gate and base; stores combine within one GROUP (the copies
@@ -47,6 +48,7 @@ bool vectorizable(const UOp& index) {
 
 class Grouper {
  public:
+  explicit Grouper(int max_bytes) : max_bytes_(max_bytes) {}
   void add(const UOp& access) {
     const UOp& idx = access.src(0);
     Linear l = linear_form(idx.src(1));
@@ -69,7 +71,7 @@ class Grouper {
       bool dup = false;
       for (size_t i = 1; i < g.members.size(); ++i) dup |= g.members[i].offset == g.members[i - 1].offset;
       if (dup) continue;
-      int max_lanes = kBufferAlignment / g.members[0].node.src(0).dtype().itemsize();
+      int max_lanes = std::min(16, max_bytes_ / g.members[0].node.src(0).dtype().itemsize());
       for (size_t i = 0; i < g.members.size();) {
         size_t w = static_cast<size_t>(max_lanes);
         for (; w >= 2; w /= 2) {
@@ -87,6 +89,7 @@ class Grouper {
   }
 
  private:
+  int max_bytes_;
   std::map<Key, Bucket> groups_;
 };
 
@@ -96,8 +99,8 @@ UOp vector_index(const Access& first, size_t lanes) {
   return UOp::make(Op::INDEX, idx.dtype().vec(static_cast<uint16_t>(lanes)), src);
 }
 
-UOp combine_loads(const UOp& sink) {
-  Grouper grouper;
+UOp combine_loads(const UOp& sink, int max_bytes) {
+  Grouper grouper(max_bytes);
   for (const UOp& u : sink.toposort())
     if (u.op() == Op::LOAD && vectorizable(u.src(0))) grouper.add(u);
   std::unordered_map<UOp, UOp, UOpHash> repl;
@@ -117,8 +120,8 @@ UOp combine_loads(const UOp& sink) {
 }
 
 // One GROUP's stores, combined.
-UOp combine_stores(const UOp& group) {
-  Grouper grouper;
+UOp combine_stores(const UOp& group, int max_bytes) {
+  Grouper grouper(max_bytes);
   for (const UOp& s : group.src())
     if (s.op() == Op::STORE && vectorizable(s.src(0))) grouper.add(s);
   std::unordered_map<UOp, UOp, UOpHash> merged;  // first store of a chunk -> vector store; the others -> null
@@ -140,16 +143,19 @@ UOp combine_stores(const UOp& group) {
 }
 
 const PatternMatcher& store_rules() {
-  static const PatternMatcher pm("vector stores",
-                                 {
-                                     Rule(
-                                         UPat(Op::GROUP), [](const Match& m) { return combine_stores(m.node()); }, "combine a GROUP's stores"),
-                                 });
+  static const PatternMatcher pm(
+      "vector stores", {
+                           Rule(
+                               UPat(Op::GROUP), [](const Match& m) { return combine_stores(m.node(), m.ctx<int>()); }, "combine a GROUP's stores"),
+                       });
   return pm;
 }
 
 }  // namespace
 
-UOp vectorize_memory(const UOp& sink) { return graph_walk(combine_loads(sink), store_rules()); }
+UOp vectorize_memory(const UOp& sink, const Target& t) {
+  int max_bytes = t.vector_bytes();
+  return graph_walk(combine_loads(sink, max_bytes), store_rules(), &max_bytes);
+}
 
 }  // namespace ugpu::codegen

@@ -23,10 +23,15 @@ std::unique_ptr<hcq::Device> open_amd_kfd() {
 // The emulated card lives in its own VirtualOs, which the device keeps.
 std::unique_ptr<hcq::Device> open_emu_amd() {
   auto os = std::make_shared<emu::VirtualOs>();
-  emu::amd::install_kfd_gpu(*os);
+  auto gpu = emu::amd::install_kfd_gpu(*os);
   amd::AmdOptions o;
   o.name = "emu:amd", o.kind = "emulated gpu";
-  return amd::open_kfd(os, o);
+  auto dev = amd::open_kfd(os, o);
+  dev->set_instruction_counter([card = std::weak_ptr(gpu)] {
+    auto g = card.lock();
+    return g ? g->stats().wave_instructions : 0;
+  });
+  return dev;
 }
 std::unique_ptr<hcq::Device> open_nv() {
   nv::NvOptions o;
@@ -34,10 +39,15 @@ std::unique_ptr<hcq::Device> open_nv() {
 }
 std::unique_ptr<hcq::Device> open_emu_nv() {
   auto os = std::make_shared<emu::VirtualOs>();
-  emu::nv::install_nv_gpu(*os);
+  auto gpu = emu::nv::install_nv_gpu(*os);
   nv::NvOptions o;
   o.name = "emu:nv", o.kind = "emulated gpu", o.emulator_runs_ptx = true;
-  return nv::open_nv(os, o);
+  auto dev = nv::open_nv(os, o);
+  dev->set_instruction_counter([card = std::weak_ptr(gpu)] {
+    auto g = card.lock();
+    return g ? g->stats().ptx_instructions : 0;
+  });
+  return dev;
 }
 // One row per device string, in the order `ugpu devices` lists them; a new way in or vendor is a new
 // row (docs/adding-a-device.md). amd:pci, amd:usb and qcom join as their drivers land.

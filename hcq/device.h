@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -128,6 +129,11 @@ class Device {
 
   SignalRef new_signal(uint64_t value = 0) { return pool_->make(value); }
 
+  // Emulated GPUs: the instructions their executor has run so far (wave instructions on emu:amd, warp
+  // instructions on emu:nv), the benchmarks' measure of code quality; none on real devices.
+  std::optional<uint64_t> executed_instructions() const { return instruction_counter_ ? std::optional(instruction_counter_()) : std::nullopt; }
+  void set_instruction_counter(std::function<uint64_t()> f) { instruction_counter_ = std::move(f); }
+
   // The timeline: work submitted through launch()/copies signals it with increasing values.
   // next_timeline() hands out the value for the next piece of work; the timeline rolls over to a
   // fresh signal before 2^31 (hardware compares 32 bits), after waiting for everything before.
@@ -191,6 +197,7 @@ class Device {
   int staging_count_ = 4;
 
  private:
+  std::function<uint64_t()> instruction_counter_;
   struct Staging {
     Buffer buf;
     uint64_t done_at = 0;  // timeline value after which it is free

@@ -122,13 +122,17 @@ int debug_level() {
   }
   return r.debug.load();
 }
-bool optimize_kernels() {
-  static const bool on = [] {
-    const char* e = std::getenv("UGPU_OPT");
-    return !(e && std::string_view(e) == "0");
-  }();
-  return on;
+namespace {
+std::atomic<int> g_optimize{-1};
 }
+bool optimize_kernels() {
+  if (g_optimize < 0) {
+    const char* e = std::getenv("UGPU_OPT");
+    g_optimize = e && std::string_view(e) == "0" ? 0 : 1;
+  }
+  return g_optimize == 1;
+}
+void set_optimize_kernels(bool on) { g_optimize = on ? 1 : 0; }
 const RealizeStats& last_realize() { return reg().last; }
 size_t kernels_run() { return reg().kernels_run; }
 

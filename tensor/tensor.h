@@ -278,8 +278,10 @@ hcq::Device& device(const std::string& name);
 // kernel's graph.
 void set_debug(int level);
 int debug_level();
-// Whether kernels go through the optimizer's heuristics (codegen/opt/opt.h): yes unless UGPU_OPT=0.
+// Whether kernels go through the optimizer's heuristics (codegen/opt/opt.h): yes unless UGPU_OPT=0
+// or set_optimize_kernels(false).
 bool optimize_kernels();
+void set_optimize_kernels(bool on);
 
 // What the last realize did, for tests and benchmarks.
 struct RealizeStats {

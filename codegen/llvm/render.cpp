@@ -1,5 +1,6 @@
 #include "codegen/llvm/render.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +51,11 @@ std::string suffix(DType t) {
     default: return scalar_type(t);
   }
 }
+
+// The alignment a load or store may claim: its size, up to the buffers' own (kBufferAlignment) —
+// codegen/vectorize.cpp proves the index a multiple of the lane count, and x86 vectors may be wider
+// than what the base alignment covers.
+int access_align(ir::DType t) { return std::min(t.itemsize(), kBufferAlignment); }
 
 struct AluNames {
   const char *sint, *uint, *flt;
@@ -263,7 +269,7 @@ class Renderer {
       case Op::LOAD: {
         // A bool is a byte in memory, and any byte other than 0 is true, on every backend: it is
         // loaded as i8 and compared (LLVM leaves an i1 load of a byte other than 0 or 1 undefined).
-        std::string p = val(src[0]), align = std::to_string(dt.itemsize());
+        std::string p = val(src[0]), align = std::to_string(access_align(dt));
         auto load = [&](const std::string& into) {
           std::string mem = dt.is_bool() ? fresh("m") : into;
           emit(mem + " = load " + mem_type(dt) + ", " + type(src[0].dtype()) + " " + p + ", align " + align);
@@ -290,7 +296,7 @@ class Renderer {
           emit(b + " = zext " + v + " to " + mem_type(src[1].dtype()));
           v = mem_type(src[1].dtype()) + " " + b;
         }
-        std::string s = "store " + v + ", " + tv(src[0]) + ", align " + std::to_string(src[1].dtype().itemsize());
+        std::string s = "store " + v + ", " + tv(src[0]) + ", align " + std::to_string(access_align(src[1].dtype()));
         auto g = gates_.find(src[0].get());
         if (g == gates_.end()) {
           emit(s);

@@ -254,6 +254,15 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
         throw refuse("the kernel would have " + std::to_string(copies) + " unrolled copies of its body; at most " + std::to_string(kMaxCopies));
       return split(sink, axes, a, o.amount, up ? AxisType::UPCAST : AxisType::UNROLL, false);
     }
+    case OptOp::TILE: {
+      // The inner part becomes a loop with the newest id, so it nests inside every other output loop:
+      // TILE(i, 16) TILE(j, 16) walks the outputs in 16x16 tiles whose inputs stay in cache.
+      if (!is_output(a.type)) throw refuse("TILE blocks output axes (GLOBAL, LOOP)");
+      if (o.amount == a.size) throw refuse("a tile of the whole axis changes nothing");
+      for (const Axis& x : axes)
+        if (x.type == AxisType::GROUP_REDUCE) throw refuse("the kernel has a GROUP axis, whose barrier cannot sit inside a loop");
+      return split(sink, axes, a, o.amount, AxisType::LOOP, false);
+    }
     case OptOp::LOCAL: {
       if (!t.gpu()) throw refuse(std::string(t.name) + " runs a workgroup's work-items one after another; LOCAL is for GPU targets");
       if (a.type != AxisType::GLOBAL) throw refuse("LOCAL splits GLOBAL axes");
@@ -282,7 +291,11 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       for (const Axis& x : axes) count += x.type == AxisType::LOCAL;
       if (count > 3) throw refuse("a workgroup has at most 3 dimensions");
       // The group's work-items take neighbouring elements: r = outer * amount + g.
-      return split(sink, axes, a, o.amount, AxisType::GROUP_REDUCE, false);
+      UOp out = split(sink, axes, a, o.amount, AxisType::GROUP_REDUCE, false);
+      for (const Axis& x : kernel_axes(out))
+        if (x.type == AxisType::GROUP_REDUCE)
+          if (std::string why = group_reduce_problem(out, x.range); !why.empty()) throw refuse(why);
+      return out;
     }
     default: break;
   }

@@ -3,8 +3,9 @@
 //   1. GPU, a reduction with few outputs (matrix-vector products, norms, softmax rows): the work-items
 //      of a workgroup share each reduction (GROUP), reading neighbouring elements side by side.
 //   2. A reduction: register blocking. Output axes along which some load does not move are UPCAST,
-//      so each loaded value serves several outputs (a matmul's 4x4 or 4x8 block); the contiguous one
-//      first, so its loads and stores become vectors.
+//      so each loaded value serves several outputs; the contiguous one first, so its loads and stores
+//      become vectors. A matmul's block is 4x4 on GPUs and 8 vector registers on the CPU (16x8 floats
+//      with AVX-512, 8x8 with AVX2).
 //   3. The innermost reduce axis is UNROLLed: fully when short, else by 4.
 //   4. Nothing upcast yet (elementwise kernels): the axis contiguous in the stores by 4, for vector
 //      accesses.
@@ -81,7 +82,7 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
 
   // 2. Register blocking: upcast output axes that some load does not move along.
   if (reduces) {
-    const int64_t limit = t.gpu() ? 16 : 32;
+    const int64_t lanes = t.vector_bytes() / 4, limit = t.gpu() ? 16 : 8 * lanes;
     for (int round = 0; round < 2; ++round) {
       axes = kernel_axes(c.kernel());
       std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
@@ -99,9 +100,14 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
         if (!best || contig > best_contig || (contig == best_contig && reuse > best_reuse)) best = &a, best_reuse = reuse, best_contig = contig;
       }
       if (!best) break;
-      // The CPU's vectors hold 8 floats: a contiguous axis goes 8 wide there.
-      int64_t amt = !t.gpu() && best_contig > 0 && best->size % 8 == 0 ? 8 : 4;
-      if (copies(axes) * amt > limit) amt = 4;
+      // On the CPU a contiguous axis goes as wide as a vector register (16 floats with AVX-512), and
+      // the other as far as 8 vector accumulators allow.
+      int64_t amt = 4;
+      for (int64_t w = t.gpu() ? 4 : std::min<int64_t>(16, best_contig > 0 ? lanes : 8); w > 4; w /= 2)
+        if (best->size % w == 0 && copies(axes) * w <= limit) {
+          amt = w;
+          break;
+        }
       if (copies(axes) * amt > limit || !c.apply({OptOp::UPCAST, best->id, amt})) break;
     }
   }

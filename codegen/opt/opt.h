@@ -1,7 +1,8 @@
 // The kernel optimizer (docs/optimizer.md): actions that reshape a kernel's loops — split an output
 // axis into work-items (LOCAL) or unrolled copies (UPCAST), unroll a reduction (UNROLL), reduce
-// across a workgroup (GROUP), pad an axis to a multiple (PADTO), swap two output axes (SWAP) — each
-// checked for legality, and the heuristics that choose them per target (heuristic.cpp).
+// across a workgroup (GROUP), pad an axis to a multiple (PADTO), swap two output axes (SWAP), block
+// an output axis for the caches (TILE: an inner loop nested inside the kernel's other output loops) —
+// each checked for legality, and the heuristics that choose them per target (heuristic.cpp).
 //
 // Actions work on the kernel graph that lower() takes, before any pass: a split replaces RANGE r by
 // `r_outer * amount + r_new`, where r_outer keeps r's axis id and type and r_new gets the next free
@@ -22,7 +23,7 @@
 
 namespace ugpu::codegen::opt {
 
-#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP)
+#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP) X(TILE)
 enum class OptOp : uint8_t {
 #define UGPU_OPT_ENUM(name) name,
   UGPU_OPT_OPS(UGPU_OPT_ENUM)
