@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       int llvm_reps = 3;
       for (int r = 0; r < llvm_reps; ++r) codegen::compile_llvm_ir(ir_text, t);
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count() / llvm_reps;
-      std::printf("kernel %-14s %-8s codegen %8.1f us   llvm %7.2f ms\n", e.name.c_str(), tn.c_str(), us, ms);
+      std::printf("codegen_us[%s,%s]: %.1f\nllvm_ms[%s,%s]: %.2f\n", e.name.c_str(), tn.c_str(), us, e.name.c_str(), tn.c_str(), ms);
       codegen_us += us, llvm_ms += ms, ++kernels;
     }
     std::printf("codegen_us_per_kernel[%s]: %.1f us\n", tn.c_str(), codegen_us / kernels);

@@ -119,15 +119,17 @@ std::optional<CacheEntry> decode_cache_entry(const std::string& b) {
 
 DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)) {}
 
+std::string cache_dir_from_env() {
+  const char* off = std::getenv("UGPU_CACHE");
+  if (off && std::string(off) == "0") return std::string();
+  if (const char* d = std::getenv("UGPU_CACHE_DIR"); d && *d) return std::string(d);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/ugpu";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ugpu";
+  return std::string();
+}
+
 DiskCache& DiskCache::global() {
-  static DiskCache c([] {
-    const char* off = std::getenv("UGPU_CACHE");
-    if (off && std::string(off) == "0") return std::string();
-    if (const char* d = std::getenv("UGPU_CACHE_DIR"); d && *d) return std::string(d);
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/ugpu";
-    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ugpu";
-    return std::string();
-  }());
+  static DiskCache c(cache_dir_from_env());
   return c;
 }
 

@@ -29,6 +29,9 @@ class DiskCache {
   std::string dir_;
 };
 
+// The cache folder the environment names now (empty: disabled); global() reads it once.
+std::string cache_dir_from_env();
+
 // Serialisation, exposed for tests of the damaged-file handling.
 std::string encode_cache_entry(const CacheEntry& e);
 std::optional<CacheEntry> decode_cache_entry(const std::string& bytes);

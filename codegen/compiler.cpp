@@ -30,11 +30,22 @@ std::string hex(const std::array<uint8_t, 32>& d) {
   return s;
 }
 
+std::string memory_key(const ir::UOp& kernel, const Target& t, const CompileOptions& o) {
+  return kernel.key_hex() + "|" + std::string(t.name) + "|" + o.name + "|" + std::to_string(o.opt_level) + "|" + (o.cubin ? "1" : "0") + "|" +
+         (o.heuristic ? "h" : "-") + "|" + opt::opts_text(o.opts);
+}
+
 }  // namespace
 
+bool in_memory_cache(const ir::UOp& kernel, const Target& t, const CompileOptions& o) {
+  if (!o.cache) return false;
+  std::string mkey = memory_key(kernel, t, o);
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_memory.count(mkey) > 0;
+}
+
 std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& t, const CompileOptions& o) {
-  std::string mkey = kernel.key_hex() + "|" + std::string(t.name) + "|" + o.name + "|" + std::to_string(o.opt_level) + "|" + (o.cubin ? "1" : "0") +
-                     "|" + (o.heuristic ? "h" : "-") + "|" + opt::opts_text(o.opts);
+  std::string mkey = memory_key(kernel, t, o);
   if (o.cache) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (auto it = g_memory.find(mkey); it != g_memory.end()) {

@@ -45,6 +45,9 @@ struct CompiledKernel {
 
 std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& target, const CompileOptions& opts = {});
 
+// Whether compile() would answer from this process's memory cache.
+bool in_memory_cache(const ir::UOp& kernel, const Target& target, const CompileOptions& opts = {});
+
 // The ISA as text: the backend's disassembly of the object (x86, AMDGPU) or the PTX (NVIDIA).
 std::string disassembly(const CompiledKernel& k);
 

@@ -59,4 +59,15 @@ UOp move_gates(const UOp& sink) {
   return out;
 }
 
+UOp add_mask(const UOp& access, const UOp& cond) {
+  const UOp& idx = access.src(0);
+  UOp i = idx.src(1);
+  bool masked = i.op() == Op::WHERE && i.src(2).op() == Op::INVALID;
+  std::vector<UOp> isrc(idx.src().begin(), idx.src().end());
+  isrc[1] = masked ? UOp::alu(Op::WHERE, {i.src(0) & cond, i.src(1), i.src(2)}) : cond.where(i, UOp::invalid(i.dtype()));
+  std::vector<UOp> src(access.src().begin(), access.src().end());
+  src[0] = idx.with_src(isrc);
+  return access.with_src(src);
+}
+
 }  // namespace ugpu::codegen

@@ -117,17 +117,7 @@ UOp lower_group_reduce(const UOp& sink) {
       UOp read = UOp::make(Op::LOAD, u.dtype(), {UOp::make(Op::INDEX, tmp.dtype(), {UOp::make(Op::AFTER, tmp.dtype(), {tmp, bar}), slot(g2)})});
       n = UOp::make(Op::REDUCE, u.dtype(), {read, g2}, u.arg());
     }
-    if (u.op() == Op::STORE && n.src(0).op() == Op::INDEX && buffer_of(n.src(0)).op() == Op::DEFINE_GLOBAL) {
-      UOp idx = n.src(0);
-      UOp i = idx.src(1), first = glocal.eq(zero);
-      UOp gated = i.op() == Op::WHERE && i.src(2).op() == Op::INVALID ? UOp::alu(Op::WHERE, {i.src(0) & first, i.src(1), i.src(2)})
-                                                                      : first.where(i, UOp::invalid(i.dtype()));
-      std::vector<UOp> isrc(idx.src().begin(), idx.src().end());
-      isrc[1] = gated;
-      std::vector<UOp> nsrc(n.src().begin(), n.src().end());
-      nsrc[0] = idx.with_src(isrc);
-      n = n.with_src(nsrc);
-    }
+    if (u.op() == Op::STORE && n.src(0).op() == Op::INDEX && buffer_of(n.src(0)).op() == Op::DEFINE_GLOBAL) { n = add_mask(n, glocal.eq(zero)); }
     done[u.get()] = n;
   }
   return done.at(sink.get());

@@ -29,6 +29,9 @@ std::string group_reduce_problem(const ir::UOp& sink, const ir::UOp& g);
 // a LOAD through a gated index gets its value for the masked-off case (0). INVALID anywhere else is
 // an error.
 ir::UOp move_gates(const ir::UOp& sink);
+// A LOAD or STORE through `INDEX(buf, i)` with `cond` added to its mask (before move_gates: the index
+// becomes `WHERE(mask & cond, i, INVALID)`).
+ir::UOp add_mask(const ir::UOp& access, const ir::UOp& cond);
 
 // expand.cpp: UPCAST and UNROLL ranges (constant size, at most 64) are unrolled: an END's body is
 // copied per iteration into a GROUP, a REDUCE's value combined across iterations with its op.

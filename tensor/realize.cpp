@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <ostream>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "hcq/profiler.h"
 #include "ir/text.h"
 #include "schedule/schedule.h"
+#include "tensor/beam.h"
 #include "tensor/lazy.h"
 
 namespace ugpu::tensor {
@@ -148,11 +150,36 @@ hcq::Buffer alloc_or_explain(hcq::Device& dev, size_t bytes, const std::string& 
   }
 }
 
-std::shared_ptr<hcq::Program> program_for(hcq::Device& dev, const schedule::ScheduledKernel& k,
-                                          std::shared_ptr<const codegen::CompiledKernel>* compiled) {
+codegen::CompileOptions compile_options(const schedule::ScheduledKernel& k) {
   codegen::CompileOptions o;
   o.name = k.name;
   o.heuristic = optimize_kernels();
+  return o;
+}
+
+// The kernels of a schedule that are not compiled yet compile on several threads at once (LLVM takes
+// milliseconds per kernel); program_for() then finds them in the compile cache, in order. A kernel
+// that fails here fails again there, with its error.
+void compile_ahead(hcq::Device& dev, const std::vector<schedule::ScheduledKernel>& ks) {
+  const codegen::Target& t = codegen::find_target(dev.target());
+  std::vector<const schedule::ScheduledKernel*> todo;
+  for (const schedule::ScheduledKernel& k : ks)
+    if (!codegen::in_memory_cache(k.ast, t, compile_options(k))) todo.push_back(&k);
+  size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  if (workers < 2) return;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < todo.size();) try {
+          codegen::compile(todo[i]->ast, t, compile_options(*todo[i]));
+        } catch (const std::exception&) {}
+    });
+  for (std::thread& th : pool) th.join();
+}
+
+std::shared_ptr<hcq::Program> program_for(hcq::Device& dev, const schedule::ScheduledKernel& k, const codegen::CompileOptions& o,
+                                          std::shared_ptr<const codegen::CompiledKernel>* compiled) {
   auto ck = codegen::compile(k.ast, codegen::find_target(dev.target()), o);
   *compiled = ck;
   Registry& r = reg();
@@ -260,10 +287,50 @@ struct Realizer {
     if (!s.kernels.empty()) {
       // Programs first: loading one may itself submit work (code uploads) on the timeline.
       std::vector<std::pair<std::shared_ptr<hcq::Program>, std::vector<hcq::Val>>> runs;
+      auto submit_runs = [&] {
+        if (runs.empty()) return;
+        auto q = dev.compute_queue();
+        uint64_t t = dev.next_timeline();
+        q->wait(dev.timeline(), t - 1);
+        for (auto& [prog, args] : runs) q->memory_barrier().exec(*prog, args);
+        q->memory_barrier().signal(dev.timeline(), t);
+        q->submit();
+        runs.clear();
+      };
+      const bool beam = beam_width() > 0;
+      if (!beam) compile_ahead(dev, s.kernels);
       for (const schedule::ScheduledKernel& k : s.kernels) {
         if (debug >= 2) std::fprintf(stderr, "kernel %s:\n%s", k.name.c_str(), ir::print(k.ast).c_str());
+        codegen::CompileOptions o = compile_options(k);
+        if (beam && !codegen::opt::hand_optimized(k.ast)) {
+          std::optional<std::vector<codegen::opt::Opt>> found = cached_beam_opts(dev, k.ast);
+          if (!found) {
+            // The search runs the kernel on its real inputs: the kernels before it run first.
+            submit_runs();
+            dev.synchronize();
+            codegen::CompileOptions plain;
+            plain.name = k.name;
+            auto pk = codegen::compile(k.ast, codegen::find_target(dev.target()), plain);
+            std::vector<KernelArg> bargs;
+            for (const codegen::Param& p : pk->kernel.params) {
+              KernelArg a;
+              a.param = p.name;
+              if (p.kind == codegen::Param::Kind::Buffer) {
+                a.buffer = &buffer_of(k.slots.at(static_cast<size_t>(p.slot)));
+                a.written = p.written;
+                a.dtype = p.dtype.element();
+              } else if (auto v = vars.find(p.name); v != vars.end()) {
+                a.value = static_cast<uint64_t>(v->second);
+              }
+              bargs.push_back(a);
+            }
+            found = search_beam_opts(dev, k.ast, k.name, bargs);
+          }
+          o.opts = *found;
+          o.heuristic = false;  // none found faster: the kernel as written
+        }
         std::shared_ptr<const codegen::CompiledKernel> ck;
-        auto prog = program_for(dev, k, &ck);
+        auto prog = program_for(dev, k, o, &ck);
         std::vector<hcq::Val> args;
         Capture::Kernel rec{&dev, prog, {}};
         for (const codegen::Param& p : ck->kernel.params) {
@@ -288,12 +355,7 @@ struct Realizer {
         uops.push_back(k.uops);
         opt_texts.push_back(codegen::opt::opts_text(ck->opts));
       }
-      auto q = dev.compute_queue();
-      uint64_t t = dev.next_timeline();
-      q->wait(dev.timeline(), t - 1);
-      for (auto& [prog, args] : runs) q->memory_barrier().exec(*prog, args);
-      q->memory_barrier().signal(dev.timeline(), t);
-      q->submit();
+      submit_runs();
     }
     if (prof) {
       dev.synchronize();

@@ -109,22 +109,12 @@ UOp pad(const UOp& sink, const Axis& a, int64_t amount) {
     const auto& t = u.toposort();
     return std::find(t.begin(), t.end(), r) != t.end();
   };
-  auto gate = [&](const UOp& idx) -> UOp {
-    UOp i = idx.src(1);
-    if (i.op() == Op::WHERE && i.src(2).op() == Op::INVALID) return UOp::alu(Op::WHERE, {i.src(0) & valid, i.src(1), i.src(2)});
-    return valid.where(i, UOp::invalid(i.dtype()));
-  };
   for (const UOp& u : s.toposort()) {
     std::vector<UOp> src;
     for (const UOp& x : u.src()) src.push_back(done.at(x.get()));
     UOp n = u.with_src(src);
     if ((u.op() == Op::LOAD || u.op() == Op::STORE) && n.src(0).op() == Op::INDEX && n.src(0).src().size() > 1 && depends(n.src(0).src(1))) {
-      UOp idx = n.src(0);
-      std::vector<UOp> isrc(idx.src().begin(), idx.src().end());
-      isrc[1] = gate(idx);
-      std::vector<UOp> nsrc(n.src().begin(), n.src().end());
-      nsrc[0] = idx.with_src(isrc);
-      n = n.with_src(nsrc);
+      n = add_mask(n, valid);
     }
     if (u.op() == Op::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end()) {
       std::vector<UOp> nsrc(n.src().begin(), n.src().end());
@@ -158,6 +148,7 @@ std::string opts_text(std::span<const Opt> opts) {
 
 std::vector<Opt> parse_opts(std::string_view text) {
   std::vector<Opt> out;
+  if (text.find_first_not_of(" \t\n") != std::string_view::npos && text.substr(text.find_first_not_of(" \t\n")).starts_with("none")) return out;
   size_t i = 0;
   auto skip = [&] {
     while (i < text.size() && (text[i] == ' ' || text[i] == ',' || text[i] == '\t' || text[i] == '\n')) ++i;

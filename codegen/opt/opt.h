@@ -12,6 +12,8 @@
 // work-items, lower_group_reduce() combines GROUP_REDUCE partials through workgroup memory.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,6 +74,22 @@ ir::UOp apply_opts(const ir::UOp& sink, std::span<const Opt> opts, const Target&
 // heuristic.cpp: the actions chosen for a kernel on a target without running anything; empty for a
 // hand-optimized kernel. Every action returned applies (in order) without error.
 std::vector<Opt> heuristic_opts(const ir::UOp& sink, const Target& target);
+
+// search.cpp: BEAM search. The actions that could extend a kernel (each still checked by apply_opt),
+// and the search: `measure(opts)` runs the kernel optimized with `opts` on the device and returns its
+// time in seconds, or nothing when it failed or gave a wrong result (the candidate is dropped);
+// measure({}) is the kernel as written. Returns the fastest actions found (empty: as written).
+std::vector<Opt> candidate_actions(const ir::UOp& sink, const Target& target);
+using Measure = std::function<std::optional<double>(const std::vector<Opt>& opts)>;
+struct BeamOptions {
+  int width = 4;       // candidates kept per round (UGPU_BEAM=N)
+  int max_rounds = 5;  // actions per kernel at most
+  unsigned compile_threads = 8;
+  std::string name = "kernel";  // the compile name, so that measure()'s compiles hit the cache
+  // Called after each round: round, candidates timed, the best actions and their time.
+  std::function<void(int, size_t, const std::vector<Opt>&, double)> progress;
+};
+std::vector<Opt> beam_search(const ir::UOp& sink, const Target& target, const BeamOptions& opts, const Measure& measure);
 
 // The per-buffer access facts the heuristics use: for each load and store of a global buffer, the
 // coefficient of each axis in its element index (0: the access does not move with the axis; -1: it
