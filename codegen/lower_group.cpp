@@ -6,8 +6,8 @@
 //                           bar  = BARRIER(END(STORE(tmp[lanes(g)], part), g, locals..., upcasts...))
 //                           REDUCE(LOAD(AFTER(tmp, bar)[lanes(g2)]), g2)          g2: a new REDUCE axis
 //
-// `lanes` numbers a partial by the group's work-item, the kernel's other LOCAL axes and the UPCAST
-// axes the partial varies with, so work-items and unrolled copies each have their own slot. g itself
+// `lanes` numbers a partial by the group's work-item, the kernel's other LOCAL axes and the unrolled
+// axes (UPCAST, an enclosing UNROLL) open around the reduction, so work-items and unrolled copies each have their own slot. g itself
 // becomes a LOCAL axis, and every store to a global buffer is masked to g == 0.
 #include <algorithm>
 #include <unordered_map>
@@ -23,23 +23,13 @@ namespace {
 
 bool is_type(const UOp& u, AxisType t) { return u.op() == Op::RANGE && u.arg_as<RangeArg>().type == t; }
 
-bool depends_on(const UOp& u, const UOp& r) {
-  const auto& t = u.toposort();
-  return std::find(t.begin(), t.end(), r) != t.end();
-}
-
-}  // namespace
-
-std::string group_reduce_problem(const UOp& sink, const UOp& g) {
-  // The loops open at each node: its sources' open loops, less those an END or REDUCE closes.
+// The loops open at each node: its sources' open loops, less those an END or REDUCE closes.
+std::unordered_map<const void*, std::vector<UOp>> open_loops(const UOp& sink) {
   std::unordered_map<const void*, std::vector<UOp>> open;
   for (const UOp& u : sink.toposort()) {
     std::vector<UOp>& mine = open[u.get()];
     if (u.op() == Op::RANGE) {
       mine.push_back(u);
-      if (u.arg_as<RangeArg>().type == AxisType::LOOP)
-        return "the kernel has a LOOP axis (" + std::to_string(u.arg_as<RangeArg>().axis) +
-               "), and the group's barrier would run once per iteration with no barrier between them";
       continue;
     }
     bool closes = u.op() == Op::END || u.op() == Op::REDUCE;
@@ -49,8 +39,22 @@ std::string group_reduce_problem(const UOp& sink, const UOp& g) {
         if (std::find(mine.begin(), mine.end(), r) == mine.end() && !(closes && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end()))
           mine.push_back(r);
     }
-    if (u.op() != Op::REDUCE || std::find(u.src().begin() + 1, u.src().end(), g) == u.src().end()) continue;
-    for (const UOp& r : mine)
+  }
+  return open;
+}
+
+bool closes(const UOp& reduce, const UOp& r) { return std::find(reduce.src().begin() + 1, reduce.src().end(), r) != reduce.src().end(); }
+
+}  // namespace
+
+std::string group_reduce_problem(const UOp& sink, const UOp& g) {
+  auto open = open_loops(sink);
+  for (const UOp& u : sink.toposort()) {
+    if (is_type(u, AxisType::LOOP))
+      return "the kernel has a LOOP axis (" + std::to_string(u.arg_as<RangeArg>().axis) +
+             "), and the group's barrier would run once per iteration with no barrier between them";
+    if (u.op() != Op::REDUCE || !closes(u, g)) continue;
+    for (const UOp& r : open.at(u.get()))
       if (r.arg_as<RangeArg>().type == AxisType::REDUCE)
         return "the reduction over it runs inside the loop of reduce axis " + std::to_string(r.arg_as<RangeArg>().axis) +
                ", and the group's barrier would run once per iteration with no barrier between them";
@@ -59,14 +63,13 @@ std::string group_reduce_problem(const UOp& sink, const UOp& g) {
 }
 
 UOp lower_group_reduce(const UOp& sink) {
-  std::vector<UOp> groups, locals, upcasts;
+  std::vector<UOp> groups, locals;
   int64_t next_axis = 0, next_local = 0;
   for (const UOp& u : sink.toposort()) {
     if (u.op() == Op::RANGE) {
       next_axis = std::max(next_axis, u.arg_as<RangeArg>().axis + 1);
       if (is_type(u, AxisType::GROUP_REDUCE)) groups.push_back(u);
       if (is_type(u, AxisType::LOCAL)) locals.push_back(u);
-      if (is_type(u, AxisType::UPCAST)) upcasts.push_back(u);
     }
     if (u.op() == Op::DEFINE_LOCAL) next_local = std::max(next_local, u.arg_as<Ints>()[0] + 1);
   }
@@ -79,6 +82,7 @@ UOp lower_group_reduce(const UOp& sink) {
   const UOp glocal = UOp::range(g.src(0), ga.axis, AxisType::LOCAL);
   const UOp zero = UOp::const_int(dtypes::index, 0);
 
+  auto open = open_loops(sink);
   std::unordered_map<const void*, UOp> done;
   for (const UOp& u : sink.toposort()) {
     if (u == g) {
@@ -88,7 +92,7 @@ UOp lower_group_reduce(const UOp& sink) {
     std::vector<UOp> src;
     for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
     UOp n = u.with_src(src);
-    if (u.op() == Op::REDUCE && std::find(u.src().begin() + 1, u.src().end(), g) != u.src().end()) {
+    if (u.op() == Op::REDUCE && closes(u, g)) {
       // The partial: the same reduction without g (a plain value when g was its only loop).
       std::vector<UOp> psrc{n.src(0)};
       for (size_t i = 1; i < u.src().size(); ++i)
@@ -97,8 +101,9 @@ UOp lower_group_reduce(const UOp& sink) {
       // Slots: the group's work-item innermost, then the other work-item axes and unrolled copies.
       std::vector<UOp> lanes{glocal};
       for (const UOp& l : locals) lanes.push_back(l);
-      for (const UOp& up : upcasts)
-        if (depends_on(part, up)) lanes.push_back(up);
+      // Unrolled copies (UPCAST, and UNROLL of an enclosing reduction) each get their own slots too.
+      for (const UOp& r : open.at(u.get()))
+        if (is_type(r, AxisType::UPCAST) || is_type(r, AxisType::UNROLL)) lanes.push_back(r);
       auto slot = [&](const UOp& first) {
         UOp idx = first, stride = first.src(0);
         for (size_t i = 1; i < lanes.size(); ++i) {

@@ -126,6 +126,29 @@ UOp pad(const UOp& sink, const Axis& a, int64_t amount) {
   return done.at(s.get());
 }
 
+// LANES: reduce axis a = outer * n + lane; every reduction over a becomes n reductions over outer
+// (one per lane, side by side: unrolled copies that vectorize) and a sum of the n results at the end.
+UOp lanes(const UOp& sink, const std::vector<Axis>& axes, const Axis& a, int64_t n) {
+  const RangeArg& ra = a.range.arg_as<RangeArg>();
+  UOp outer = UOp::range(a.size / n, ra.axis, AxisType::REDUCE);
+  UOp lane = UOp::range(n, next_axis_id(axes), AxisType::UNROLL);
+  UOp s = replace_range(sink, a.range, outer * UOp::const_int(dtypes::index, n) + lane, {outer, lane});
+  std::unordered_map<const void*, UOp> done;
+  for (const UOp& u : s.toposort()) {
+    std::vector<UOp> src;
+    for (const UOp& x : u.src()) src.push_back(done.at(x.get()));
+    UOp r = u.with_src(src);
+    if (u.op() == Op::REDUCE && std::find(u.src().begin() + 1, u.src().end(), lane) != u.src().end()) {
+      std::vector<UOp> inner{r.src(0)};
+      for (size_t i = 1; i < r.src().size(); ++i)
+        if (!(r.src(i) == lane)) inner.push_back(r.src(i));
+      r = UOp::make(Op::REDUCE, u.dtype(), {UOp::make(Op::REDUCE, u.dtype(), inner, u.arg()), lane}, u.arg());
+    }
+    done[u.get()] = r;
+  }
+  return done.at(s.get());
+}
+
 // SWAP: the two output axes exchange their ids, so their loop order (and on GPUs which one is the
 // grid's x) is exchanged; what each computes stays the same.
 UOp swap(const UOp& sink, const Axis& a, const Axis& b) {
@@ -244,6 +267,15 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       if (copies > kMaxCopies)
         throw refuse("the kernel would have " + std::to_string(copies) + " unrolled copies of its body; at most " + std::to_string(kMaxCopies));
       return split(sink, axes, a, o.amount, up ? AxisType::UPCAST : AxisType::UNROLL, false);
+    }
+    case OptOp::LANES: {
+      if (a.type != AxisType::REDUCE) throw refuse("LANES splits reduce axes");
+      if (o.amount > kMaxUpcast) throw refuse("at most " + std::to_string(kMaxUpcast) + " lanes");
+      if (o.amount == a.size) throw refuse("lanes over the whole axis are UNROLL(" + std::to_string(a.id) + ", " + std::to_string(a.size) + ")");
+      int64_t copies = product_of(axes, {AxisType::UPCAST, AxisType::UNROLL}) * o.amount;
+      if (copies > kMaxCopies)
+        throw refuse("the kernel would have " + std::to_string(copies) + " unrolled copies of its body; at most " + std::to_string(kMaxCopies));
+      return lanes(sink, axes, a, o.amount);
     }
     case OptOp::TILE: {
       // The inner part becomes a loop with the newest id, so it nests inside every other output loop:

@@ -1,7 +1,8 @@
 // The kernel optimizer (docs/optimizer.md): actions that reshape a kernel's loops — split an output
 // axis into work-items (LOCAL) or unrolled copies (UPCAST), unroll a reduction (UNROLL), reduce
 // across a workgroup (GROUP), pad an axis to a multiple (PADTO), swap two output axes (SWAP), block
-// an output axis for the caches (TILE: an inner loop nested inside the kernel's other output loops) —
+// an output axis for the caches (TILE: an inner loop nested inside the kernel's other output loops),
+// keep n partial sums of a reduction side by side (LANES: vector accumulators, summed at the end) —
 // each checked for legality, and the heuristics that choose them per target (heuristic.cpp).
 //
 // Actions work on the kernel graph that lower() takes, before any pass: a split replaces RANGE r by
@@ -25,7 +26,7 @@
 
 namespace ugpu::codegen::opt {
 
-#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP) X(TILE)
+#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP) X(TILE) X(LANES)
 enum class OptOp : uint8_t {
 #define UGPU_OPT_ENUM(name) name,
   UGPU_OPT_OPS(UGPU_OPT_ENUM)

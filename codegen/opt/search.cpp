@@ -32,6 +32,7 @@ std::vector<Opt> candidate_actions(const UOp& sink, const Target& t) {
     if (a.type == AxisType::REDUCE) {
       add(OptOp::UNROLL, {2, 4, 8, 16});
       if (a.size <= 32) add(OptOp::UNROLL, {a.size});
+      add(OptOp::LANES, {4, 8, 16});
       if (t.gpu()) add(OptOp::GROUP, {4, 8, 16, 32, 64});
     }
   }

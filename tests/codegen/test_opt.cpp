@@ -62,6 +62,11 @@ TEST_CASE("opt: each action reshapes the kernel's axes") {
   CHECK(axes_text(apply(kMatmul, {{OptOp::GROUP, 2, 12}}, "sm_90")) == "0:GLOBAL(32) 1:GLOBAL(24) 2:REDUCE(3) 3:GROUP_REDUCE(12)");
   CHECK(axes_text(apply(kMatmul, {{OptOp::PADTO, 1, 16}})) == "0:GLOBAL(32) 1:GLOBAL(32) 2:REDUCE(36)");
   CHECK(axes_text(apply(kMatmul, {{OptOp::SWAP, 0, 1}})) == "0:GLOBAL(24) 1:GLOBAL(32) 2:REDUCE(36)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::TILE, 0, 8}})) == "0:GLOBAL(4) 1:GLOBAL(24) 2:REDUCE(36) 3:LOOP(8)");
+  CHECK(axes_text(apply(kMatmul, {{OptOp::LANES, 2, 4}})) == "0:GLOBAL(32) 1:GLOBAL(24) 2:REDUCE(9) 3:UNROLL(4)");
+  // LANES: four partial sums side by side (an inner REDUCE per lane), summed over the lanes at the end.
+  std::string lanes = ir::print(apply(kMatmul, {{OptOp::LANES, 2, 4}}));
+  CHECK_MESSAGE(lanes.find("r2) {ADD}, r3) {ADD}") != std::string::npos, lanes);
   // The split axis is `outer * amount + inner` in every index.
   std::string text = ir::print(apply(kMatmul, {{OptOp::UPCAST, 1, 4}}));
   CHECK_MESSAGE(text.find("r1 * 4 + r3") != std::string::npos, text);
@@ -87,6 +92,12 @@ TEST_CASE("opt: actions that do not apply are refused with the reason") {
   refused(kMatmul, {{OptOp::PADTO, 0, 16}}, "x86", "already a multiple");
   refused(kMatmul, {{OptOp::PADTO, 1, 64}}, "x86", "more than doubles");
   refused(kMatmul, {{OptOp::SWAP, 0, 2}}, "x86", "SWAP exchanges two output axes");
+  refused(kMatmul, {{OptOp::TILE, 2, 4}}, "x86", "TILE blocks output axes");
+  refused(kMatmul, {{OptOp::TILE, 0, 32}}, "x86", "a tile of the whole axis changes nothing");
+  refused(kMatmul, {{OptOp::GROUP, 2, 4}, {OptOp::TILE, 0, 4}}, "sm_90", "has a GROUP axis");
+  refused(kMatmul, {{OptOp::TILE, 0, 4}, {OptOp::GROUP, 2, 4}}, "sm_90", "LOOP axis");
+  refused(kMatmul, {{OptOp::LANES, 0, 4}}, "x86", "LANES splits reduce axes");
+  refused(kMatmul, {{OptOp::LANES, 2, 36}}, "x86", "at most 16 lanes");
   refused(kMatmul, {{OptOp::UPCAST, 7, 2}}, "x86", "no axis 7 (its axes: 0 GLOBAL, 1 GLOBAL, 2 REDUCE)");
   refused(R"(out = DEFINE_GLOBAL:float* {0}
 n = DEFINE_VAR:index {"n", 1, 64}
@@ -194,7 +205,7 @@ class Generator {
     UOp s = sink;
     for (int tries = 0; tries < 12 && out.size() < 4; ++tries) {
       auto axes = codegen::opt::kernel_axes(s);
-      Opt o{static_cast<OptOp>(pick(0, 6)), axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id, kAmounts[pick(0, 5)]};
+      Opt o{static_cast<OptOp>(pick(0, 7)), axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id, kAmounts[pick(0, 5)]};
       if (o.op == OptOp::SWAP) o.amount = axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id;
       try {
         s = codegen::opt::apply_opt(s, o, t);
