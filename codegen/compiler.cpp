@@ -60,7 +60,7 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
   ir::UOp shaped = opt::apply_opts(kernel, ck->opts, t);
   ck->opt_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
-  ck->kernel = lower(shaped, t, o.name);
+  ck->kernel = lower(shaped, t, o.name, !ck->opts.empty());
   ck->lower_ms = ms_since(t0);
   const Backend& backend = backend_for(t);
   t0 = std::chrono::steady_clock::now();

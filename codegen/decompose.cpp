@@ -35,6 +35,10 @@ UOp decompose_one(const Match& m) {
   DType dt = u.dtype();
   switch (u.op()) {
     case Op::MULACC: return u.src(0) * u.src(1) + u.src(2);
+    case Op::FMA:  // half through float32 (bfloat16 goes through the rule below)
+      if (dt.scalar != ScalarType::Half) return UOp();
+      return UOp::make(Op::FMA, dtypes::float32, {u.src(0).cast(dtypes::float32), u.src(1).cast(dtypes::float32), u.src(2).cast(dtypes::float32)})
+          .cast(dt);
     case Op::POW: return xpow(u.src(0), u.src(1));
     case Op::EXP2:
     case Op::LOG2:
@@ -55,7 +59,7 @@ UOp decompose_one(const Match& m) {
 
 UOp decompose(const UOp& sink, const Target& target) {
   static const PatternMatcher pm(
-      "decompose", {Rule(UPat({Op::MULACC, Op::POW, Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT}), decompose_one, "decompose"),
+      "decompose", {Rule(UPat({Op::MULACC, Op::FMA, Op::POW, Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT}), decompose_one, "decompose"),
                     Rule(UPat(OpSet::group(OpGroup::Unary) | OpSet::group(OpGroup::Binary) | OpSet::group(OpGroup::Ternary)), bf16_in_float,
                          "bfloat16 math in float32")});
   return graph_rewrite(sink, pm, const_cast<Target*>(&target));

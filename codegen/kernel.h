@@ -46,7 +46,9 @@ std::string sanitize_kernel_name(const std::string& name);
 
 // Runs every pass for `target` and linearizes. Throws Error (with the offending node) when the kernel
 // is malformed or cannot run on the target.
-LoweredKernel lower(const ir::UOp& kernel, const Target& target, const std::string& name = "kernel");
+// `fuse_multiply_add`: sums of products accumulate with FMA (one rounding per step; compile() asks
+// for it when the optimizer reshaped the kernel, whose sums are reordered anyway).
+LoweredKernel lower(const ir::UOp& kernel, const Target& target, const std::string& name = "kernel", bool fuse_multiply_add = false);
 
 // The instruction list as text, one instruction per line, loop bodies indented.
 std::string format_linear(const LoweredKernel& k);

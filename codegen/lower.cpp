@@ -77,7 +77,7 @@ std::string sanitize_kernel_name(const std::string& name) {
   return s;
 }
 
-LoweredKernel lower(const UOp& kernel, const Target& t, const std::string& name) {
+LoweredKernel lower(const UOp& kernel, const Target& t, const std::string& name, bool fuse_multiply_add) {
   check_supported(kernel);
   LoweredKernel k;
   k.name = sanitize_kernel_name(name);
@@ -87,7 +87,7 @@ LoweredKernel lower(const UOp& kernel, const Target& t, const std::string& name)
   s = add_gpudims(s, t, k.global_size, k.local_size);
   s = graph_rewrite(s, symbolic());
   s = vectorize_memory(s, t);
-  s = lower_reduce(s);
+  s = lower_reduce(s, fuse_multiply_add);
   s = decompose(s, t);
   s = lower_index_dtype(s);
   s = lower_divmod(s);

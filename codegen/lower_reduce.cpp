@@ -21,6 +21,7 @@ namespace {
 struct Ctx {
   Scopes scopes;
   int64_t next_id = 0;
+  bool fuse = false;
 };
 
 }  // namespace
@@ -56,7 +57,10 @@ UOp lower_one(const Match& m) {
   std::vector<UOp> at_loop{acc, init};
   at_loop.insert(at_loop.end(), rs.begin(), rs.end());
   UOp p = UOp::make(Op::INDEX, acc.dtype(), {UOp::make(Op::AFTER, acc.dtype(), at_loop), zero});
-  UOp upd = UOp::make(Op::STORE, dtypes::void_, {p, UOp::alu(op, {UOp::make(Op::LOAD, a, {p}), red.src(0).cast(a)})});
+  UOp old = UOp::make(Op::LOAD, a, {p}), x = red.src(0);
+  bool fma = c.fuse && op == Op::ADD && x.op() == Op::MUL && x.dtype() == a && (a.scalar == ScalarType::Float || a.scalar == ScalarType::Double);
+  UOp next = fma ? UOp::make(Op::FMA, a, {x.src(0), x.src(1), old}) : UOp::alu(op, {old, x.cast(a)});
+  UOp upd = UOp::make(Op::STORE, dtypes::void_, {p, next});
   std::vector<UOp> end_src{upd};
   end_src.insert(end_src.end(), rs.begin(), rs.end());
   UOp end = UOp::make(Op::END, dtypes::void_, end_src);
@@ -66,8 +70,9 @@ UOp lower_one(const Match& m) {
 
 }  // namespace
 
-UOp lower_reduce(const UOp& sink) {
+UOp lower_reduce(const UOp& sink, bool fuse_multiply_add) {
   Ctx c{Scopes(sink)};
+  c.fuse = fuse_multiply_add;
   for (const UOp& u : sink.toposort())
     if (u.op() == Op::DEFINE_REG) c.next_id = std::max(c.next_id, u.arg_as<Ints>()[0] + 1);
   static const PatternMatcher pm("lower_reduce", {Rule(UPat(Op::REDUCE), lower_one, "REDUCE to accumulator")});

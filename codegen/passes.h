@@ -53,8 +53,9 @@ ir::UOp vectorize_memory(const ir::UOp& sink, const Target& target);
 
 // lower_reduce.cpp: REDUCE becomes an accumulator (DEFINE_REG) reset to the op's identity where the
 // reduce's enclosing loops are, updated inside the reduce loops, read after them. Sums and products
-// accumulate in at least 32 bits (float for half/bfloat16).
-ir::UOp lower_reduce(const ir::UOp& sink);
+// accumulate in at least 32 bits (float for half/bfloat16). With `fuse_multiply_add` (optimized
+// kernels), a float32/float64 sum of products accumulates with FMA: each product is added unrounded.
+ir::UOp lower_reduce(const ir::UOp& sink, bool fuse_multiply_add = false);
 // The value a reduction starts from: 0 for ADD, 1 for MUL, -inf (the dtype's minimum) for MAX.
 ir::UOp reduce_identity(ir::Op op, ir::DType t);
 

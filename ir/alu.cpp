@@ -146,6 +146,8 @@ std::optional<Scalar> exec_alu(Op op, DType dtype, DType src_dtype, std::span<co
   else if (op == Op::MULACC) {
     double p = round_float(wide ? f(0) * f(1) : double(float(f(0)) * float(f(1))), src_dtype);
     r = wide ? p + f(2) : double(float(p) + float(f(2)));
+  } else if (op == Op::FMA) {
+    r = wide ? std::fma(f(0), f(1), f(2)) : double(std::fma(float(f(0)), float(f(1)), float(f(2))));
   } else if (args.size() == 2) r = wide ? float_op(op, f(0), f(1)) : float_op(op, static_cast<float>(f(0)), static_cast<float>(f(1)));
   else return std::nullopt;
   if (is_comparison(op)) return static_cast<int64_t>(r != 0);

@@ -90,7 +90,8 @@ enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
   X(AND, Binary, kCommutative | kAssociative | kIdempotent, None) \
   X(POW, Binary, 0, None)                                         \
   X(WHERE, Ternary, 0, None)                                      \
-  X(MULACC, Ternary, 0, None)
+  X(MULACC, Ternary, 0, None)                                     \
+  X(FMA, Ternary, 0, None)
 
 enum class Op : uint8_t {
 #define UGPU_OP_ENUM(name, group, flags, arg) name,

@@ -407,6 +407,7 @@ class Renderer {
     switch (u.op()) {
       case Op::NEG: return emit(r + " = " + (f ? "fneg " + tv(src[0]) : "sub " + ty + " 0, " + val(src[0])));
       case Op::RECIPROCAL: return emit(r + " = fdiv " + ty + " " + literal(UOp::const_float(t, 1.0)) + ", " + val(src[0]));
+      case Op::FMA: call(ty, "llvm.fma." + suffix(t), {tv(src[0]), tv(src[1]), tv(src[2])}, ty + ", " + ty + ", " + ty, r); return;
       case Op::SQRT:
       case Op::TRUNC:
       case Op::EXP2:

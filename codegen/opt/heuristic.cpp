@@ -4,8 +4,8 @@
 //      of a workgroup share each reduction (GROUP), reading neighbouring elements side by side.
 //   2. A reduction: register blocking. Output axes along which some load does not move are UPCAST,
 //      so each loaded value serves several outputs; the contiguous one first, so its loads and stores
-//      become vectors. A matmul's block is 4x4 on GPUs and 8 vector registers on the CPU (16x8 floats
-//      with AVX-512, 8x8 with AVX2).
+//      become vectors. A matmul's block is 4x4 on GPUs and half the vector registers on the CPU (16x16
+//      floats in 16 zmm registers with AVX-512, 8x8 in 8 ymm with AVX2).
 //   3. The innermost reduce axis is UNROLLed: fully when short, else by 4.
 //   4. Nothing upcast yet (elementwise kernels): the axis contiguous in the stores by 4, for vector
 //      accesses.
@@ -82,7 +82,8 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
 
   // 2. Register blocking: upcast output axes that some load does not move along.
   if (reduces) {
-    const int64_t lanes = t.vector_bytes() / 4, limit = t.gpu() ? 16 : 8 * lanes;
+    // Accumulators in half the vector registers: 16 of AVX-512's 32, 8 of AVX2's 16.
+    const int64_t lanes = t.vector_bytes() / 4, limit = t.gpu() ? 16 : (t.vector_bytes() >= 64 ? 16 : 8) * lanes;
     for (int round = 0; round < 2; ++round) {
       axes = kernel_axes(c.kernel());
       std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
@@ -101,9 +102,9 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
       }
       if (!best) break;
       // On the CPU a contiguous axis goes as wide as a vector register (16 floats with AVX-512), and
-      // the other as far as 8 vector accumulators allow.
+      // the other as far as the accumulators allow.
       int64_t amt = 4;
-      for (int64_t w = t.gpu() ? 4 : std::min<int64_t>(16, best_contig > 0 ? lanes : 8); w > 4; w /= 2)
+      for (int64_t w = t.gpu() ? 4 : best_contig > 0 ? std::min<int64_t>(16, lanes) : 16; w > 4; w /= 2)
         if (best->size % w == 0 && copies(axes) * w <= limit) {
           amt = w;
           break;
