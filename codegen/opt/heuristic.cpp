@@ -84,6 +84,7 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
   if (reduces) {
     // Accumulators in half the vector registers: 16 of AVX-512's 32, 8 of AVX2's 16.
     const int64_t lanes = t.vector_bytes() / 4, limit = t.gpu() ? 16 : (t.vector_bytes() >= 64 ? 16 : 8) * lanes;
+    std::vector<int64_t> blocked;  // each axis once: a second split of one axis only lengthens its stride
     for (int round = 0; round < 2; ++round) {
       axes = kernel_axes(c.kernel());
       std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
@@ -91,7 +92,7 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
       int64_t best_reuse = 0, best_contig = 0;
       for (size_t k = 0; k < axes.size(); ++k) {
         const Axis& a = axes[k];
-        if (!is_output(a) || a.size < 0 || a.size % 4 != 0) continue;
+        if (!is_output(a) || a.size < 0 || a.size % 4 != 0 || std::find(blocked.begin(), blocked.end(), a.id) != blocked.end()) continue;
         int64_t reuse = 0, contig = 0;
         for (const Access& x : acc) {
           if (!x.store && x.stride[k] == 0) ++reuse;
@@ -110,6 +111,7 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
           break;
         }
       if (copies(axes) * amt > limit || !c.apply({OptOp::UPCAST, best->id, amt})) break;
+      blocked.push_back(best->id);
     }
   }
 
