@@ -16,8 +16,10 @@
 // the measure instead — of smaller kernels, before and after the optimizer (UGPU_OPT):
 //   <kernel>_instr_per_flop[D], <kernel>_instr_per_flop_unopt[D]         sgemm 64/128, conv2d
 //   <kernel>_instr_per_element[D], <kernel>_instr_per_element_unopt[D]   softmax, sum, add
-// (wave instructions on emu:amd, warp instructions on emu:nv), and the registers and workgroup memory
-// the optimized kernels use, read back from their code objects.
+// (wave instructions on emu:amd, warp instructions on emu:nv), and what the optimized kernels use,
+// read back from their code objects (the most of the op's kernels):
+//   <kernel>_registers[D]     VGPRs per work-item (AMD), registers per thread (NVIDIA, with ptxas)
+//   <kernel>_shared_bytes[D]  workgroup memory
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/compiler.h"
 #include "common/error.h"
 #include "common/split.h"
 #include "hcq/device.h"
@@ -80,6 +83,16 @@ int emulated(const std::string& dev) {
     double opt = static_cast<double>(instructions(d, make, true)) / work;
     std::printf("%s_instr_per_%s_unopt[%s]: %.4f\n%s_instr_per_%s[%s]: %.4f\n", name.c_str(), unit, dev.c_str(), unopt, name.c_str(), unit,
                 dev.c_str(), opt);
+    // What the optimized kernels use, from their code objects (the most of any kernel of the op).
+    int regs = -1;
+    int64_t shared = 0;
+    for (const auto& ck : last_realize().compiled) {
+      if (ck->amd) regs = std::max(regs, ck->amd->vgprs);
+      if (ck->cubin) regs = std::max(regs, static_cast<int>(ck->cubin->registers));
+      shared = std::max(shared, ck->kernel.shared_bytes);
+    }
+    if (regs >= 0) std::printf("%s_registers[%s]: %d\n", name.c_str(), dev.c_str(), regs);
+    std::printf("%s_shared_bytes[%s]: %ld\n", name.c_str(), dev.c_str(), long(shared));
     std::fflush(stdout);
   };
   for (int64_t n : {64, 128}) {

@@ -284,6 +284,7 @@ struct Realizer {
     std::vector<std::string> names;
     std::vector<size_t> uops;
     std::vector<std::string> opt_texts;
+    std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled;
     if (!s.kernels.empty()) {
       // Programs first: loading one may itself submit work (code uploads) on the timeline.
       std::vector<std::pair<std::shared_ptr<hcq::Program>, std::vector<hcq::Val>>> runs;
@@ -354,6 +355,7 @@ struct Realizer {
         names.push_back(k.name);
         uops.push_back(k.uops);
         opt_texts.push_back(codegen::opt::opts_text(ck->opts));
+        compiled.push_back(ck);
       }
       submit_runs();
     }
@@ -371,7 +373,7 @@ struct Realizer {
     {
       std::lock_guard lock(r.mu);
       r.kernels_run += s.kernels.size();
-      r.last = RealizeStats{s.kernels.size(), schedule_us, s.arena_bytes, s.unshared_bytes, s.output_bytes, names};
+      r.last = RealizeStats{s.kernels.size(), schedule_us, s.arena_bytes, s.unshared_bytes, s.output_bytes, names, compiled};
     }
     for (size_t i = 0; i < ts.size(); ++i) {
       auto n = std::make_shared<LazyNode>();

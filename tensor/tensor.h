@@ -27,6 +27,10 @@
 
 #include "ir/uop.h"
 
+namespace ugpu::codegen {
+struct CompiledKernel;
+}
+
 namespace ugpu::hcq {
 class Device;
 }
@@ -290,6 +294,8 @@ struct RealizeStats {
   int64_t arena_bytes = 0, unshared_bytes = 0;  // intermediates, planned and naively
   int64_t output_bytes = 0;
   std::vector<std::string> kernel_names;
+  // The kernels as compiled (actions applied, registers and workgroup memory in their code objects).
+  std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled;
 };
 const RealizeStats& last_realize();
 size_t kernels_run();  // in this process, all realizes
