@@ -93,7 +93,9 @@ UOp split_for_threads(const UOp& sink, const std::vector<UOp>& globals, std::arr
   if (globals.empty()) return sink;
   const UOp& r = globals[0];
   UOp n = r.src(0);
-  UOp part = special("part", n), parts = special("parts", n + UOp::const_int(dtypes::index, 1));
+  // parts >= 1 (the host never splits into no pieces): with that bound the divisions below are plain
+  // unsigned ones, with no zero or sign checks.
+  UOp part = special("part", n), parts = special("parts", n + UOp::const_int(dtypes::index, 1)).max(UOp::const_int(dtypes::index, 1));
   // min(x, n) as -max(-x, -n): the bounds analysis then knows lo and hi stay within [0, n].
   auto at_most_n = [&](const UOp& x) { return -UOp::alu(Op::MAX, {-x, -n}); };
   UOp lo = at_most_n(UOp::alu(Op::FLOORDIV, {part * n, parts}));

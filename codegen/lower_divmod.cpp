@@ -68,6 +68,8 @@ UOp lower_div(const Match& m) {
     UOp neg = r.lt(c(r, 0));
     return mod ? neg.where(r + d, r) : neg.where(q - c(q, 1), q);
   }
+  // A non-negative dividend and a positive divisor: floor and truncation agree.
+  if (x.vmin() >= 0 && d.vmin() > 0) return UOp::alu(mod ? Op::CMOD : Op::CDIV, {x, d});
   // General divisor: truncate, then step toward -inf when the remainder's sign differs from d's.
   UOp q = UOp::alu(Op::CDIV, {x, d}), r = UOp::alu(Op::CMOD, {x, d});
   UOp fix = r.ne(c(r, 0)) & (r.lt(c(r, 0)).ne(d.lt(c(d, 0))));

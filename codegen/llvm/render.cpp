@@ -434,7 +434,9 @@ class Renderer {
         // Division by zero (and INT_MIN / -1) would trap on x86 and is undefined in LLVM: divide by 1
         // instead, so bad data gives a wrong value, never a crash.
         std::string d = val(src[1]);
-        if (!src[1].is_const() || src[1].const_int() == 0 || (!uns && src[1].const_int() == -1)) {
+        // Bounds that exclude 0 (and -1 for signed division) need no guard.
+        bool safe = ir::has_exact_bounds(src[1].dtype()) && (src[1].vmin() > 0 || (!uns && src[1].vmax() < -1));
+        if (!safe && (!src[1].is_const() || src[1].const_int() == 0 || (!uns && src[1].const_int() == -1))) {
           std::string z = fresh(), d2 = fresh();
           emit(z + " = icmp eq " + ty + " " + d + ", 0");
           if (!uns) {
