@@ -1,7 +1,8 @@
 // The default optimizer: actions chosen from the kernel's shape and its memory accesses, per target,
 // without running anything (codegen/opt/opt.h). In order:
-//   1. GPU, a reduction with few outputs (matrix-vector products, norms, softmax rows): the work-items
-//      of a workgroup share each reduction (GROUP), reading neighbouring elements side by side.
+//   1. GPU, a reduction with few outputs (norms, softmax rows), or a long one with up to 65536
+//      (matrix-vector products): the work-items of a workgroup share each reduction (GROUP),
+//      reading neighbouring elements side by side.
 //   2. A reduction: register blocking. Output axes along which some load does not move are UPCAST,
 //      so each loaded value serves several outputs; the contiguous one first, so its loads and stores
 //      become vectors. A matmul's block is 4x4 on GPUs and half the vector registers on the CPU (16x16
@@ -72,11 +73,16 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
   std::vector<Axis> axes = kernel_axes(sink);
   bool reduces = last_reduce(axes) != nullptr;
 
-  // 1. A workgroup shares each reduction when there are too few outputs to fill the GPU.
-  if (t.gpu() && reduces && output_size(axes) <= 2048) {
+  // 1. A workgroup shares each reduction when there are too few outputs to fill the GPU: widely for
+  //    up to 2048 outputs, by 16 or 8 work-items for a long reduction with up to 65536 (a model's
+  //    matrix-vector products: 4096 rows of 4096 would otherwise be 1024 work-items, each looping
+  //    4096 times).
+  if (t.gpu() && reduces) {
     const Axis* r = last_reduce(axes);
-    if (r->size >= 64)
-      for (int64_t amt : {64, 32, 16, 8})
+    int64_t outputs = output_size(axes);
+    std::initializer_list<int64_t> few = {64, 32, 16, 8}, many = {16, 8};
+    if (r->size >= 64 && (outputs <= 2048 || (outputs <= 65536 && r->size >= 1024)))
+      for (int64_t amt : outputs <= 2048 ? few : many)
         if (r->size % amt == 0 && r->size / amt >= 2 && c.apply({OptOp::GROUP, r->id, amt})) break;
   }
 
