@@ -82,9 +82,9 @@ bool has_workgroup_memory(const UOp& sink) {
   return false;
 }
 
-// Splits axis a into (outer: a's id and type, size/amount) and (inner: a new id, `type`, amount);
-// `top` puts the new axis outside: r = new * (size/amount) + outer.
-UOp split(const UOp& sink, const std::vector<Axis>& axes, const Axis& a, int64_t amount, AxisType type, bool top) {
+// Splits axis a into (outer: a's id and type, size/amount) and (inner: a new id, `type`, amount):
+// r = outer * amount + inner. An amount of the whole size changes the axis's type instead.
+UOp split(const UOp& sink, const std::vector<Axis>& axes, const Axis& a, int64_t amount, AxisType type) {
   const RangeArg& ra = a.range.arg_as<RangeArg>();
   if (amount == a.size) {
     UOp whole = UOp::range(a.size, ra.axis, type);
@@ -92,8 +92,7 @@ UOp split(const UOp& sink, const std::vector<Axis>& axes, const Axis& a, int64_t
   }
   UOp outer = UOp::range(a.size / amount, ra.axis, ra.type);
   UOp inner = UOp::range(amount, next_axis_id(axes), type);
-  UOp value = top ? inner * UOp::const_int(dtypes::index, a.size / amount) + outer : outer * UOp::const_int(dtypes::index, amount) + inner;
-  return replace_range(sink, a.range, value, {outer, inner});
+  return replace_range(sink, a.range, outer * UOp::const_int(dtypes::index, amount) + inner, {outer, inner});
 }
 
 // PADTO: the axis runs to the next multiple of `amount`; the extra iterations read nothing (their
@@ -266,7 +265,7 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       int64_t copies = product_of(axes, {AxisType::UPCAST, AxisType::UNROLL}) * o.amount;
       if (copies > kMaxCopies)
         throw refuse("the kernel would have " + std::to_string(copies) + " unrolled copies of its body; at most " + std::to_string(kMaxCopies));
-      return split(sink, axes, a, o.amount, up ? AxisType::UPCAST : AxisType::UNROLL, false);
+      return split(sink, axes, a, o.amount, up ? AxisType::UPCAST : AxisType::UNROLL);
     }
     case OptOp::LANES: {
       if (a.type != AxisType::REDUCE) throw refuse("LANES splits reduce axes");
@@ -284,7 +283,7 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       if (o.amount == a.size) throw refuse("a tile of the whole axis changes nothing");
       for (const Axis& x : axes)
         if (x.type == AxisType::GROUP_REDUCE) throw refuse("the kernel has a GROUP axis, whose barrier cannot sit inside a loop");
-      return split(sink, axes, a, o.amount, AxisType::LOOP, false);
+      return split(sink, axes, a, o.amount, AxisType::LOOP);
     }
     case OptOp::LOCAL: {
       if (!t.gpu()) throw refuse(std::string(t.name) + " runs a workgroup's work-items one after another; LOCAL is for GPU targets");
@@ -297,7 +296,7 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       int64_t count = 1;
       for (const Axis& x : axes) count += x.type == AxisType::LOCAL || x.type == AxisType::GROUP_REDUCE;
       if (count > 3) throw refuse("a workgroup has at most 3 dimensions");
-      return split(sink, axes, a, o.amount, AxisType::LOCAL, false);
+      return split(sink, axes, a, o.amount, AxisType::LOCAL);
     }
     case OptOp::GROUP: {
       if (!t.gpu()) throw refuse(std::string(t.name) + " has no work-items running side by side; GROUP is for GPU targets");
@@ -314,7 +313,7 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       for (const Axis& x : axes) count += x.type == AxisType::LOCAL;
       if (count > 3) throw refuse("a workgroup has at most 3 dimensions");
       // The group's work-items take neighbouring elements: r = outer * amount + g.
-      UOp out = split(sink, axes, a, o.amount, AxisType::GROUP_REDUCE, false);
+      UOp out = split(sink, axes, a, o.amount, AxisType::GROUP_REDUCE);
       for (const Axis& x : kernel_axes(out))
         if (x.type == AxisType::GROUP_REDUCE)
           if (std::string why = group_reduce_problem(out, x.range); !why.empty()) throw refuse(why);
