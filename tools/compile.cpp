@@ -12,6 +12,7 @@
 
 #include "codegen/builtin_kernels.h"
 #include "codegen/compiler.h"
+#include "codegen/occupancy.h"
 #include "common/error.h"
 #include "ir/text.h"
 #include "ir/verify.h"
@@ -53,6 +54,8 @@ std::string info(const codegen::CompiledKernel& ck) {
   }
   if (ck.amd) o << codegen::describe(*ck.amd);
   if (ck.cubin) o << codegen::describe(*ck.cubin);
+  if (auto occ = codegen::occupancy(ck))
+    o << "  occupancy (estimate): " << occ->resident << " of " << occ->most << " " << occ->unit << ", limited by " << occ->limit << "\n";
   if (!ck.note.empty()) o << "  note: " << ck.note << "\n";
   return o.str();
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "codegen/occupancy.h"
 #include "codegen/opt/opt.h"
 #include "ir/text.h"
 #include "tests/hcq/device_suite.h"
@@ -304,4 +305,35 @@ SINK(END(STORE(INDEX:float*(out, i), s + m), i))
       CHECK(ck->kernel.shared_bytes > 0);  // the partials meet in workgroup memory
     }
   }
+}
+
+TEST_CASE("occupancy: bounded by the target's maximum, and by workgroup memory when a workgroup takes all of it") {
+  // 256 work-items (4 waves of 64 on gfx942) with 64 KiB of LDS: one workgroup per CU, one wave per SIMD.
+  const char* big_lds = R"(out = DEFINE_GLOBAL:float* {0}
+x = DEFINE_GLOBAL:float* {1}
+tmp = DEFINE_LOCAL:float[local]* {(0, 16384)}
+g = RANGE(4) {0, GLOBAL}
+l = RANGE(256) {1, LOCAL}
+put = STORE(INDEX:float[local]*(tmp, l * 64), LOAD:float(INDEX:float*(x, g*256 + l)))
+bar = BARRIER(END(put, l))
+r = RANGE(4) {2, REDUCE}
+total = REDUCE:float(LOAD:float(INDEX:float[local]*(AFTER(tmp, bar), r * 64)), r) {ADD}
+SINK(END(STORE(INDEX:float*(out, WHERE(l == 0, g, INVALID)), total), g))
+)";
+  auto ck = codegen::compile(ir::parse(big_lds), target("gfx942"));
+  auto occ = codegen::occupancy(*ck);
+  REQUIRE(occ);
+  CHECK(occ->resident == 1);
+  CHECK(occ->limit == "workgroup memory");
+  // A small elementwise kernel fills every SIMD.
+  auto small = codegen::compile(ir::parse(R"(out = DEFINE_GLOBAL:float* {0}
+i = RANGE(4096) {0, GLOBAL}
+SINK(END(STORE(INDEX:float*(out, i), 1.0), i))
+)"),
+                                target("gfx1100"));
+  occ = codegen::occupancy(*small);
+  REQUIRE(occ);
+  CHECK(occ->resident == occ->most);
+  CHECK(occ->unit == "waves per SIMD");
+  CHECK_FALSE(codegen::occupancy(*codegen::compile(ir::parse(kMatmul), target("x86"))));  // no such thing on the CPU
 }
