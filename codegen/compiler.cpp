@@ -1,7 +1,9 @@
 #include "codegen/compiler.h"
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "codegen/backend.h"
@@ -23,19 +25,25 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string hex(const std::array<uint8_t, 32>& d) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : d) s += digits[b >> 4], s += digits[b & 15];
-  return s;
-}
-
 std::string memory_key(const ir::UOp& kernel, const Target& t, const CompileOptions& o) {
   return kernel.key_hex() + "|" + std::string(t.name) + "|" + o.name + "|" + std::to_string(o.opt_level) + "|" + (o.cubin ? "1" : "0") + "|" +
          (o.heuristic ? "h" : "-") + "|" + opt::opts_text(o.opts);
 }
 
 }  // namespace
+
+void compile_in_parallel(const Target& t, const std::vector<std::pair<ir::UOp, CompileOptions>>& jobs) {
+  size_t workers = std::min<size_t>(jobs.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < jobs.size();) try {
+          compile(jobs[i].first, t, jobs[i].second);
+        } catch (const std::exception&) {}
+    });
+  for (std::thread& th : pool) th.join();
+}
 
 bool in_memory_cache(const ir::UOp& kernel, const Target& t, const CompileOptions& o) {
   if (!o.cache) return false;
@@ -73,7 +81,7 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
     h.update(part);
     h.update(std::string_view("\0", 1));
   }
-  std::string dkey = hex(h.finish());
+  std::string dkey = ir::hex(h.finish());
   const DiskCache& disk = DiskCache::global();
   std::optional<CacheEntry> hit = o.cache ? disk.get(dkey) : std::nullopt;
   if (hit) {

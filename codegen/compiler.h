@@ -45,6 +45,11 @@ struct CompiledKernel {
 
 std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& target, const CompileOptions& opts = {});
 
+// Compiles every (kernel, options) pair on up to one thread per core, into the memory cache (so the
+// caller's compile() calls then hit it). A kernel that fails is skipped here; compile() raises its
+// error when it is asked for it again.
+void compile_in_parallel(const Target& target, const std::vector<std::pair<ir::UOp, CompileOptions>>& jobs);
+
 // Whether compile() would answer from this process's memory cache.
 bool in_memory_cache(const ir::UOp& kernel, const Target& target, const CompileOptions& opts = {});
 

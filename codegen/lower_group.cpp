@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "codegen/passes.h"
+#include "codegen/scope.h"
 #include "common/error.h"
 #include "ir/rewrite.h"
 #include "ir/text.h"
@@ -23,38 +24,16 @@ namespace {
 
 bool is_type(const UOp& u, AxisType t) { return u.op() == Op::RANGE && u.arg_as<RangeArg>().type == t; }
 
-// The loops open at each node: its sources' open loops, less those an END or REDUCE closes.
-std::unordered_map<const void*, std::vector<UOp>> open_loops(const UOp& sink) {
-  std::unordered_map<const void*, std::vector<UOp>> open;
-  for (const UOp& u : sink.toposort()) {
-    std::vector<UOp>& mine = open[u.get()];
-    if (u.op() == Op::RANGE) {
-      mine.push_back(u);
-      continue;
-    }
-    bool closes = u.op() == Op::END || u.op() == Op::REDUCE;
-    for (size_t i = 0; i < u.src().size(); ++i) {
-      if (closes && i > 0) continue;
-      for (const UOp& r : open.at(u.src(i).get()))
-        if (std::find(mine.begin(), mine.end(), r) == mine.end() && !(closes && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end()))
-          mine.push_back(r);
-    }
-  }
-  return open;
-}
-
-bool closes(const UOp& reduce, const UOp& r) { return std::find(reduce.src().begin() + 1, reduce.src().end(), r) != reduce.src().end(); }
-
 }  // namespace
 
 std::string group_reduce_problem(const UOp& sink, const UOp& g) {
-  auto open = open_loops(sink);
+  Scopes scopes(sink);
   for (const UOp& u : sink.toposort()) {
     if (is_type(u, AxisType::LOOP))
       return "the kernel has a LOOP axis (" + std::to_string(u.arg_as<RangeArg>().axis) +
              "), and the group's barrier would run once per iteration with no barrier between them";
     if (u.op() != Op::REDUCE || !closes(u, g)) continue;
-    for (const UOp& r : open.at(u.get()))
+    for (const UOp& r : scopes.list(scopes.of(u)))
       if (r.arg_as<RangeArg>().type == AxisType::REDUCE)
         return "the reduction over it runs inside the loop of reduce axis " + std::to_string(r.arg_as<RangeArg>().axis) +
                ", and the group's barrier would run once per iteration with no barrier between them";
@@ -82,7 +61,7 @@ UOp lower_group_reduce(const UOp& sink) {
   const UOp glocal = UOp::range(g.src(0), ga.axis, AxisType::LOCAL);
   const UOp zero = UOp::const_int(dtypes::index, 0);
 
-  auto open = open_loops(sink);
+  Scopes scopes(sink);
   std::unordered_map<const void*, UOp> done;
   for (const UOp& u : sink.toposort()) {
     if (u == g) {
@@ -102,7 +81,7 @@ UOp lower_group_reduce(const UOp& sink) {
       std::vector<UOp> lanes{glocal};
       for (const UOp& l : locals) lanes.push_back(l);
       // Unrolled copies (UPCAST, and UNROLL of an enclosing reduction) each get their own slots too.
-      for (const UOp& r : open.at(u.get()))
+      for (const UOp& r : scopes.list(scopes.of(u)))
         if (is_type(r, AxisType::UPCAST) || is_type(r, AxisType::UNROLL)) lanes.push_back(r);
       auto slot = [&](const UOp& first) {
         UOp idx = first, stride = first.src(0);

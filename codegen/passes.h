@@ -1,6 +1,7 @@
 // The codegen passes, in the order lower() (codegen/lower.cpp) runs them. Each takes and returns the
 // kernel's SINK and lives in its own file.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
@@ -24,6 +25,12 @@ ir::UOp lower_group_reduce(const ir::UOp& sink);
 // Why GROUP_REDUCE range g cannot be lowered in this kernel (its barrier would sit inside a loop,
 // where reuse of the workgroup memory across iterations would race); empty when it can.
 std::string group_reduce_problem(const ir::UOp& sink, const ir::UOp& g);
+
+// Whether an END or REDUCE closes loop `range`.
+inline bool closes(const ir::UOp& end_or_reduce, const ir::UOp& range) {
+  auto loops = end_or_reduce.src().subspan(1);
+  return std::find(loops.begin(), loops.end(), range) != loops.end();
+}
 
 // gates.cpp: a masked index `INDEX(buf, WHERE(c, i, INVALID))` becomes the gated `INDEX(buf, i, c)`;
 // a LOAD through a gated index gets its value for the masked-off case (0). INVALID anywhere else is

@@ -43,7 +43,7 @@ uint64_t Scopes::of(const UOp& u) {
       uint64_t s = 0;
       for (const UOp& x : n->src()) s |= memo_.at(x.get());
       if (n->op() == Op::RANGE) s |= uint64_t{1} << bit(*n);
-      if (n->op() == Op::END)
+      if (n->op() == Op::END || n->op() == Op::REDUCE)
         for (size_t i = 1; i < n->src().size(); ++i) s &= ~(uint64_t{1} << bit(n->src(i)));
       memo_[n->get()] = s;
     }

@@ -1,6 +1,6 @@
-// Which loops are open at a node: the RANGEs it depends on, minus those an END has closed.
-// This one fact drives reduce lowering (where an accumulator is reset) and the linearizer (which loop
-// body a node goes in).
+// Which loops are open at a node: the RANGEs it depends on, minus those an END or a REDUCE has closed.
+// This one fact drives reduce lowering (where an accumulator is reset), the group-reduce lowering
+// (which loops surround a reduction) and the linearizer (which loop body a node goes in).
 #pragma once
 #include <cstdint>
 #include <unordered_map>

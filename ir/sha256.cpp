@@ -63,4 +63,11 @@ std::array<uint8_t, 32> Sha256::finish() {
   return out;
 }
 
+std::string hex(const std::array<uint8_t, 32>& digest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : digest) s += kHex[b >> 4], s += kHex[b & 15];
+  return s;
+}
+
 }  // namespace ugpu::ir

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace ugpu::ir {
@@ -21,5 +22,8 @@ class Sha256 {
   size_t used_ = 0;
   uint64_t total_ = 0;
 };
+
+// A digest as 64 lowercase hex digits (file names and keys of the disk caches).
+std::string hex(const std::array<uint8_t, 32>& digest);
 
 }  // namespace ugpu::ir

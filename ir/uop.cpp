@@ -664,11 +664,6 @@ const ContentKey& UOp::key() const {
   return *n_->key.load(std::memory_order_acquire);
 }
 
-std::string UOp::key_hex() const {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : key()) s += kHex[b >> 4], s += kHex[b & 15];
-  return s;
-}
+std::string UOp::key_hex() const { return hex(key()); }
 
 }  // namespace ugpu::ir

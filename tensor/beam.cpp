@@ -11,10 +11,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 
+#include "codegen/builtin_kernels.h"
 #include "codegen/cache.h"
 #include "codegen/compiler.h"
 #include "hcq/profiler.h"
@@ -32,35 +32,20 @@ BeamStats g_stats;
 std::string hex_key(const std::string& text) {
   ir::Sha256 h;
   h.update(text);
-  auto d = h.finish();
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : d) s += digits[b >> 4], s += digits[b & 15];
-  return s;
+  return ir::hex(h.finish());
 }
 
 // Floats within a relative 1e-3 (reassociated sums), NaN equal to NaN; everything else bit for bit.
 bool close_enough(const std::vector<uint8_t>& want, const std::vector<uint8_t>& got, ir::DType t) {
   if (want.size() != got.size()) return false;
   if (!t.is_float() || t.itemsize() == 1) return want == got;
-  size_t n = want.size() / static_cast<size_t>(t.itemsize());
-  for (size_t i = 0; i < n; ++i) {
-    double a, b;
-    if (t.itemsize() == 8) {
-      std::memcpy(&a, want.data() + i * 8, 8), std::memcpy(&b, got.data() + i * 8, 8);
-    } else if (t.itemsize() == 4) {
-      float fa, fb;
-      std::memcpy(&fa, want.data() + i * 4, 4), std::memcpy(&fb, got.data() + i * 4, 4);
-      a = fa, b = fb;
-    } else {
-      uint16_t ha, hb;
-      std::memcpy(&ha, want.data() + i * 2, 2), std::memcpy(&hb, got.data() + i * 2, 2);
-      a = ir::float_from_bits(ha, t), b = ir::float_from_bits(hb, t);
-    }
-    if (std::isnan(a) || std::isnan(b)) {
-      if (std::isnan(a) != std::isnan(b)) return false;
+  const codegen::HostData w{.dtype = t, .bytes = want}, g{.dtype = t, .bytes = got};
+  for (size_t i = 0; i < w.count(); ++i) {
+    if (w.is_nan(i) || g.is_nan(i)) {
+      if (w.is_nan(i) != g.is_nan(i)) return false;
       continue;
     }
+    double a = w.value(i), b = g.value(i);
     if (a == b) continue;
     if (std::fabs(a - b) > 1e-3 * std::max(1.0, std::fabs(a)) + (t.itemsize() == 2 ? 1e-2 * std::fabs(a) : 0)) return false;
   }

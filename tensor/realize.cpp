@@ -8,7 +8,6 @@
 #include <map>
 #include <mutex>
 #include <ostream>
-#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -162,20 +161,10 @@ codegen::CompileOptions compile_options(const schedule::ScheduledKernel& k) {
 // that fails here fails again there, with its error.
 void compile_ahead(hcq::Device& dev, const std::vector<schedule::ScheduledKernel>& ks) {
   const codegen::Target& t = codegen::find_target(dev.target());
-  std::vector<const schedule::ScheduledKernel*> todo;
+  std::vector<std::pair<ir::UOp, codegen::CompileOptions>> todo;
   for (const schedule::ScheduledKernel& k : ks)
-    if (!codegen::in_memory_cache(k.ast, t, compile_options(k))) todo.push_back(&k);
-  size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
-  if (workers < 2) return;
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < todo.size();) try {
-          codegen::compile(todo[i]->ast, t, compile_options(*todo[i]));
-        } catch (const std::exception&) {}
-    });
-  for (std::thread& th : pool) th.join();
+    if (codegen::CompileOptions o = compile_options(k); !codegen::in_memory_cache(k.ast, t, o)) todo.emplace_back(k.ast, o);
+  if (todo.size() >= 2) codegen::compile_in_parallel(t, todo);
 }
 
 std::shared_ptr<hcq::Program> program_for(hcq::Device& dev, const schedule::ScheduledKernel& k, const codegen::CompileOptions& o,

@@ -6,8 +6,10 @@
 
 #include "codegen/opt/opt.h"
 #include "codegen/passes.h"
+#include "ir/rewrite.h"
 #include "ir/symbolic.h"
 #include "ir/text.h"
+#include "ir/upat.h"
 
 namespace ugpu::codegen::opt {
 using namespace ir;
@@ -23,8 +25,6 @@ constexpr std::string_view kOpNames[] = {
     UGPU_OPT_OPS(UGPU_OPT_NAME)
 #undef UGPU_OPT_NAME
 };
-
-bool is_output(AxisType t) { return t == AxisType::GLOBAL || t == AxisType::LOOP; }
 
 std::string axis_name(const Axis& a) { return std::string(axis_type_name(a.type)) + " axis " + std::to_string(a.id); }
 
@@ -69,13 +69,6 @@ int64_t next_axis_id(const std::vector<Axis>& axes) {
   return m + 1;
 }
 
-int64_t product_of(const std::vector<Axis>& axes, std::initializer_list<AxisType> types) {
-  int64_t p = 1;
-  for (const Axis& a : axes)
-    if (std::find(types.begin(), types.end(), a.type) != types.end()) p *= std::max<int64_t>(a.size, 1);
-  return p;
-}
-
 bool has_workgroup_memory(const UOp& sink) {
   for (const UOp& u : sink.toposort())
     if (u.op() == Op::DEFINE_LOCAL || u.op() == Op::BARRIER) return true;
@@ -97,55 +90,65 @@ UOp split(const UOp& sink, const std::vector<Axis>& axes, const Axis& a, int64_t
 
 // PADTO: the axis runs to the next multiple of `amount`; the extra iterations read nothing (their
 // loads are masked), store nothing, and add the identity to any reduction over the axis.
+struct Padding {
+  UOp range, valid;
+};
+const PatternMatcher& padding_rules() {
+  static const PatternMatcher pm("padto", {Rule(
+                                               UPat({Op::LOAD, Op::STORE}),
+                                               [](const Match& m) {
+                                                 const UOp& u = m.node();
+                                                 const Padding& p = m.ctx<Padding>();
+                                                 if (u.src(0).op() != Op::INDEX || u.src(0).src().size() < 2) return UOp();
+                                                 const auto& t = u.src(0).src(1).toposort();
+                                                 return std::find(t.begin(), t.end(), p.range) != t.end() ? add_mask(u, p.valid) : UOp();
+                                               },
+                                               "mask the padded iterations' accesses"),
+                                           Rule(
+                                               UPat(Op::REDUCE),
+                                               [](const Match& m) {
+                                                 const UOp& u = m.node();
+                                                 const Padding& p = m.ctx<Padding>();
+                                                 if (!closes(u, p.range)) return UOp();
+                                                 std::vector<UOp> src(u.src().begin(), u.src().end());
+                                                 src[0] = p.valid.where(src[0], reduce_identity(u.arg_as<Op>(), u.dtype()));
+                                                 return u.with_src(src);
+                                               },
+                                               "the padded iterations add the identity")});
+  return pm;
+}
 UOp pad(const UOp& sink, const Axis& a, int64_t amount) {
   int64_t padded = (a.size + amount - 1) / amount * amount;
   const RangeArg& ra = a.range.arg_as<RangeArg>();
-  UOp r = UOp::range(padded, ra.axis, ra.type);
-  UOp valid = r.lt(UOp::const_int(dtypes::index, a.size));
-  UOp s = replace_range(sink, a.range, r, {r});
-  std::unordered_map<const void*, UOp> done;
-  auto depends = [&](const UOp& u) {
-    const auto& t = u.toposort();
-    return std::find(t.begin(), t.end(), r) != t.end();
-  };
-  for (const UOp& u : s.toposort()) {
-    std::vector<UOp> src;
-    for (const UOp& x : u.src()) src.push_back(done.at(x.get()));
-    UOp n = u.with_src(src);
-    if ((u.op() == Op::LOAD || u.op() == Op::STORE) && n.src(0).op() == Op::INDEX && n.src(0).src().size() > 1 && depends(n.src(0).src(1))) {
-      n = add_mask(n, valid);
-    }
-    if (u.op() == Op::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end()) {
-      std::vector<UOp> nsrc(n.src().begin(), n.src().end());
-      nsrc[0] = valid.where(nsrc[0], reduce_identity(u.arg_as<Op>(), u.dtype()));
-      n = n.with_src(nsrc);
-    }
-    done[u.get()] = n;
-  }
-  return done.at(s.get());
+  Padding p;
+  p.range = UOp::range(padded, ra.axis, ra.type);
+  p.valid = p.range.lt(UOp::const_int(dtypes::index, a.size));
+  return graph_walk(replace_range(sink, a.range, p.range, {p.range}), padding_rules(), &p);
 }
 
 // LANES: reduce axis a = outer * n + lane; every reduction over a becomes n reductions over outer
 // (one per lane, side by side: unrolled copies that vectorize) and a sum of the n results at the end.
+const PatternMatcher& lane_rules() {
+  static const PatternMatcher pm("lanes", {Rule(
+                                              UPat(Op::REDUCE),
+                                              [](const Match& m) {
+                                                const UOp& u = m.node();
+                                                const UOp& lane = m.ctx<UOp>();
+                                                if (!closes(u, lane)) return UOp();
+                                                std::vector<UOp> inner{u.src(0)};
+                                                for (size_t i = 1; i < u.src().size(); ++i)
+                                                  if (!(u.src(i) == lane)) inner.push_back(u.src(i));
+                                                return UOp::make(Op::REDUCE, u.dtype(), {UOp::make(Op::REDUCE, u.dtype(), inner, u.arg()), lane},
+                                                                 u.arg());
+                                              },
+                                              "one reduction per lane, summed over the lanes")});
+  return pm;
+}
 UOp lanes(const UOp& sink, const std::vector<Axis>& axes, const Axis& a, int64_t n) {
   const RangeArg& ra = a.range.arg_as<RangeArg>();
   UOp outer = UOp::range(a.size / n, ra.axis, AxisType::REDUCE);
   UOp lane = UOp::range(n, next_axis_id(axes), AxisType::UNROLL);
-  UOp s = replace_range(sink, a.range, outer * UOp::const_int(dtypes::index, n) + lane, {outer, lane});
-  std::unordered_map<const void*, UOp> done;
-  for (const UOp& u : s.toposort()) {
-    std::vector<UOp> src;
-    for (const UOp& x : u.src()) src.push_back(done.at(x.get()));
-    UOp r = u.with_src(src);
-    if (u.op() == Op::REDUCE && std::find(u.src().begin() + 1, u.src().end(), lane) != u.src().end()) {
-      std::vector<UOp> inner{r.src(0)};
-      for (size_t i = 1; i < r.src().size(); ++i)
-        if (!(r.src(i) == lane)) inner.push_back(r.src(i));
-      r = UOp::make(Op::REDUCE, u.dtype(), {UOp::make(Op::REDUCE, u.dtype(), inner, u.arg()), lane}, u.arg());
-    }
-    done[u.get()] = r;
-  }
-  return done.at(s.get());
+  return graph_walk(replace_range(sink, a.range, outer * UOp::const_int(dtypes::index, n) + lane, {outer, lane}), lane_rules(), &lane);
 }
 
 // SWAP: the two output axes exchange their ids, so their loop order (and on GPUs which one is the
@@ -203,6 +206,13 @@ std::vector<Opt> parse_opts(std::string_view text) {
     out.push_back(o);
   }
   return out;
+}
+
+int64_t product_of(const std::vector<Axis>& axes, std::initializer_list<AxisType> types) {
+  int64_t p = 1;
+  for (const Axis& a : axes)
+    if (std::find(types.begin(), types.end(), a.type) != types.end()) p *= std::max<int64_t>(a.size, 1);
+  return p;
 }
 
 std::vector<Axis> kernel_axes(const UOp& sink) {

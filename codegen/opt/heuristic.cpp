@@ -40,22 +40,15 @@ class Chooser {
   std::vector<Opt> opts_;
 };
 
-bool is_output(const Axis& a) { return a.type == AxisType::GLOBAL || a.type == AxisType::LOOP; }
-
 // Product of the constant output sizes; a variable size counts as large.
 int64_t output_size(const std::vector<Axis>& axes) {
   int64_t p = 1;
   for (const Axis& a : axes)
-    if (is_output(a) || a.type == AxisType::UPCAST || a.type == AxisType::LOCAL) p *= a.size < 0 ? 1 << 20 : a.size;
+    if (is_output(a.type) || a.type == AxisType::UPCAST || a.type == AxisType::LOCAL) p *= a.size < 0 ? 1 << 20 : a.size;
   return p;
 }
 
-int64_t copies(const std::vector<Axis>& axes) {
-  int64_t p = 1;
-  for (const Axis& a : axes)
-    if (a.type == AxisType::UPCAST || a.type == AxisType::UNROLL) p *= a.size;
-  return p;
-}
+int64_t copies(const std::vector<Axis>& axes) { return product_of(axes, {AxisType::UPCAST, AxisType::UNROLL}); }
 
 // The innermost (highest id) reduce axis with a constant size.
 const Axis* last_reduce(const std::vector<Axis>& axes) {
@@ -98,7 +91,7 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
       int64_t best_reuse = 0, best_contig = 0;
       for (size_t k = 0; k < axes.size(); ++k) {
         const Axis& a = axes[k];
-        if (!is_output(a) || a.size < 0 || a.size % 4 != 0 || std::find(blocked.begin(), blocked.end(), a.id) != blocked.end()) continue;
+        if (!is_output(a.type) || a.size < 0 || a.size % 4 != 0 || std::find(blocked.begin(), blocked.end(), a.id) != blocked.end()) continue;
         int64_t reuse = 0, contig = 0;
         for (const Access& x : acc) {
           if (!x.store && x.stride[k] == 0) ++reuse;
@@ -135,7 +128,7 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
     for (size_t k = axes.size(); k-- > 0;) {
       const Axis& a = axes[k];
       bool contiguous_store = std::any_of(acc.begin(), acc.end(), [&](const Access& x) { return x.store && x.stride[k] == 1; });
-      if (is_output(a) && a.size > 0 && a.size % 4 == 0 && contiguous_store) {
+      if (is_output(a.type) && a.size > 0 && a.size % 4 == 0 && contiguous_store) {
         c.apply({OptOp::UPCAST, a.id, 4});
         break;
       }

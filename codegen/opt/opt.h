@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -62,6 +63,10 @@ struct Axis {
 };
 // Every RANGE of the kernel, by axis id.
 std::vector<Axis> kernel_axes(const ir::UOp& sink);
+// An output axis: one the kernel's stores vary along (GLOBAL, LOOP).
+inline bool is_output(ir::AxisType t) { return t == ir::AxisType::GLOBAL || t == ir::AxisType::LOOP; }
+// The product of the sizes of the axes of these types (a variable size counts as 1).
+int64_t product_of(const std::vector<Axis>& axes, std::initializer_list<ir::AxisType> types);
 
 // Whether the kernel's author already chose its shape: it has LOCAL, UPCAST, UNROLL or GROUP_REDUCE
 // ranges, or workgroup memory. The heuristics leave such kernels as they are.
@@ -83,9 +88,8 @@ std::vector<Opt> heuristic_opts(const ir::UOp& sink, const Target& target);
 std::vector<Opt> candidate_actions(const ir::UOp& sink, const Target& target);
 using Measure = std::function<std::optional<double>(const std::vector<Opt>& opts)>;
 struct BeamOptions {
-  int width = 4;       // candidates kept per round (UGPU_BEAM=N)
-  int max_rounds = 5;  // actions per kernel at most
-  unsigned compile_threads = 8;
+  int width = 4;                // candidates kept per round (UGPU_BEAM=N)
+  int max_rounds = 5;           // actions per kernel at most
   std::string name = "kernel";  // the compile name, so that measure()'s compiles hit the cache
   // Called after each round: round, candidates timed, the best actions and their time.
   std::function<void(int, size_t, const std::vector<Opt>&, double)> progress;

@@ -4,9 +4,7 @@
 // the `width` fastest. It stops when a round finds nothing faster than the best so far (by at least
 // 1%), or after `max_rounds`.
 #include <algorithm>
-#include <atomic>
 #include <set>
-#include <thread>
 
 #include "codegen/compiler.h"
 #include "codegen/opt/opt.h"
@@ -22,7 +20,7 @@ std::vector<Opt> candidate_actions(const UOp& sink, const Target& t) {
     auto add = [&](OptOp op, std::initializer_list<int64_t> amounts) {
       for (int64_t n : amounts) out.push_back({op, a.id, n});
     };
-    if (a.type == AxisType::GLOBAL || a.type == AxisType::LOOP) {
+    if (is_output(a.type)) {
       add(OptOp::UPCAST, {2, 3, 4, 8, 16});
       if (t.gpu()) add(OptOp::LOCAL, {2, 4, 8, 16, 32});
       else add(OptOp::TILE, {4, 8, 16});
@@ -50,7 +48,6 @@ std::vector<Opt> beam_search(const UOp& sink, const Target& t, const BeamOptions
   std::vector<Candidate> beam{{{}, sink, *base_time}};
   Candidate best = beam[0];
   std::set<ContentKey> seen{sink.key()};
-  const unsigned threads = std::max(1u, std::min(o.compile_threads, std::thread::hardware_concurrency()));
   for (int round = 0; round < o.max_rounds; ++round) {
     std::vector<Candidate> next;
     for (const Candidate& c : beam)
@@ -65,20 +62,16 @@ std::vector<Opt> beam_search(const UOp& sink, const Target& t, const BeamOptions
         next.push_back({std::move(opts), k, 0});
       }
     if (next.empty()) break;
-    // Compile ahead on several threads (the caller's measure() then hits the compile cache);
+    // Compiled ahead on several threads (the caller's measure() then hits the compile cache);
     // candidates that do not compile are dropped there.
-    std::atomic<size_t> at{0};
-    std::vector<std::thread> pool;
-    for (unsigned w = 0; w < threads; ++w)
-      pool.emplace_back([&] {
-        for (size_t i; (i = at++) < next.size();) try {
-            CompileOptions co;
-            co.name = o.name;
-            co.opts = next[i].opts;
-            compile(sink, t, co);
-          } catch (const std::exception&) {}
-      });
-    for (std::thread& th : pool) th.join();
+    std::vector<std::pair<UOp, CompileOptions>> jobs;
+    for (const Candidate& c : next) {
+      CompileOptions co;
+      co.name = o.name;
+      co.opts = c.opts;
+      jobs.emplace_back(sink, co);
+    }
+    compile_in_parallel(t, jobs);
     std::vector<Candidate> timed;
     for (Candidate& c : next) {
       auto s = measure(c.opts);
