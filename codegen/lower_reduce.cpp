@@ -4,8 +4,11 @@
 //   upd  = STORE(p, LOAD(p) op x)  with p = INDEX(AFTER(acc, init, r...), 0)
 //   out  = LOAD(INDEX(AFTER(acc, END(upd, r...)), 0))
 // The AFTER sources place each access: init inside the enclosing loops but before the reduce loops,
-// the update inside them, the result after them (codegen/scope.h).
+// the update inside them, the result after them (codegen/scope.h). Reductions that share a reduce
+// loop share its enclosing loops too: one whose value does not vary along an outer loop is still
+// reset inside it when the loop it runs in is (unrolled copies of a kernel do this).
 #include <cmath>
+#include <unordered_map>
 
 #include "codegen/passes.h"
 #include "codegen/scope.h"
@@ -22,6 +25,7 @@ struct Ctx {
   Scopes scopes;
   int64_t next_id = 0;
   bool fuse = false;
+  std::unordered_map<const void*, uint64_t> around;  // reduce RANGE -> loops open around any REDUCE over it
 };
 
 }  // namespace
@@ -45,6 +49,8 @@ UOp lower_one(const Match& m) {
   uint64_t rbits = 0;
   for (const UOp& r : rs) rbits |= uint64_t{1} << c.scopes.bit(r);
   uint64_t open = c.scopes.of(red.src(0)) & ~rbits;
+  for (const UOp& r : rs)
+    if (auto it = c.around.find(r.get()); it != c.around.end()) open |= it->second;
   DType t = red.dtype(), a = acc_dtype(op, t);
   if (t.count != 1) throw Error("REDUCE of a vector is not supported: " + to_inline(red, 120));
 
@@ -71,10 +77,12 @@ UOp lower_one(const Match& m) {
 }  // namespace
 
 UOp lower_reduce(const UOp& sink, bool fuse_multiply_add) {
-  Ctx c{Scopes(sink)};
-  c.fuse = fuse_multiply_add;
-  for (const UOp& u : sink.toposort())
+  Ctx c{Scopes(sink), 0, fuse_multiply_add, {}};
+  for (const UOp& u : sink.toposort()) {
     if (u.op() == Op::DEFINE_REG) c.next_id = std::max(c.next_id, u.arg_as<Ints>()[0] + 1);
+    if (u.op() == Op::REDUCE)
+      for (const UOp& r : u.src().subspan(1)) c.around[r.get()] |= c.scopes.of(u);
+  }
   static const PatternMatcher pm("lower_reduce", {Rule(UPat(Op::REDUCE), lower_one, "REDUCE to accumulator")});
   return graph_rewrite(sink, pm, &c);
 }

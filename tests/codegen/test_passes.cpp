@@ -149,6 +149,25 @@ SINK(STORE(INDEX:float*(out, 0), CAST:float(r)), END(STORE(INDEX:float*(out, r),
   CHECK_THROWS_AS(compile(leak, x86()), Error);
 }
 
+TEST_CASE("two reductions over one loop, one of them the same in every outer iteration, are both reset in it") {
+  // out[i, j] = sum_k a[(i*3 + j)*5 + k] + sum_k a[k]: the second sum does not vary with i or j, but it
+  // runs in the same k loop as the first, which runs inside j (issue 21: LANES copies did this).
+  Buf A = Buf::of(std::vector<int32_t>{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                                       21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+                                       41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60}),
+      O = Buf::zeros<int32_t>(12);
+  run_x86(kernel(R"(out = DEFINE_GLOBAL:int32* {0}
+a = DEFINE_GLOBAL:int32* {1}
+i = RANGE(4) {0, GLOBAL}
+j = RANGE(3) {1, LOOP}
+k = RANGE(5) {2, REDUCE}
+SINK(END(STORE(INDEX:int32*(out, i*3 + j), REDUCE:int32(LOAD:int32(INDEX:int32*(a, (i*3 + j)*5 + k)), k) {ADD} + REDUCE:int32(LOAD:int32(INDEX:int32*(a, k)), k) {ADD}), i, j))
+)"),
+          {&O, &A});
+  std::vector<int32_t> got = O.as<int32_t>(12);
+  for (int e = 0; e < 12; ++e) CHECK(got[e] == (5 * (5 * e + 1) + 10) + 15);
+}
+
 TEST_CASE("x86: a launch cut into parts computes every output exactly once, also from several threads") {
   // out[i, j] += 1 for the 33x45 grid of the matmul's shape: any output covered twice or never shows.
   auto k = kernel(R"(out = DEFINE_GLOBAL:int32* {0}
