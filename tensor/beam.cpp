@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -64,11 +66,17 @@ std::string beam_key(hcq::Device& dev, const ir::UOp& ast) {
 int beam_width() {
   if (g_width < 0) {
     const char* e = std::getenv("UGPU_BEAM");
-    g_width = e ? std::max(0, std::atoi(e)) : 0;
+    int w = 0;
+    if (e && *e) {
+      auto [end, ec] = std::from_chars(e, e + std::strlen(e), w);
+      if (ec != std::errc() || *end || w < 0 || w > 1000)
+        throw Error("UGPU_BEAM takes a beam width (a whole number from 0, off, to 1000), not '" + std::string(e) + "'");
+    }
+    g_width = w;
   }
   return g_width;
 }
-void set_beam_width(int width) { g_width = std::max(0, width); }
+void set_beam_width(int width) { g_width = width < 0 ? -1 : width; }
 BeamStats beam_stats() {
   std::lock_guard lock(g_mu);
   return g_stats;

@@ -13,8 +13,9 @@
 
 namespace ugpu::tensor {
 
-int beam_width();  // 0: off (the heuristics choose)
-void set_beam_width(int width);
+// 0: off (the heuristics choose). From UGPU_BEAM until set; a value that is not a width is an Error.
+int beam_width();
+void set_beam_width(int width);  // a negative width: read UGPU_BEAM again
 
 struct BeamStats {
   size_t searches = 0, cache_hits = 0;  // kernels searched; kernels whose result came from the disk cache

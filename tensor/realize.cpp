@@ -129,11 +129,15 @@ std::atomic<int> g_optimize{-1};
 bool optimize_kernels() {
   if (g_optimize < 0) {
     const char* e = std::getenv("UGPU_OPT");
-    g_optimize = e && std::string_view(e) == "0" ? 0 : 1;
+    std::string_view v = e ? e : "";
+    if (!v.empty() && v != "0" && v != "1")
+      throw Error("UGPU_OPT takes 0 (kernels as written) or 1 (optimized, the default), not '" + std::string(v) + "'");
+    g_optimize = v == "0" ? 0 : 1;
   }
   return g_optimize == 1;
 }
 void set_optimize_kernels(bool on) { g_optimize = on ? 1 : 0; }
+void reread_optimize_kernels() { g_optimize = -1; }
 const RealizeStats& last_realize() { return reg().last; }
 size_t kernels_run() { return reg().kernels_run; }
 

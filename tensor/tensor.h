@@ -283,9 +283,10 @@ hcq::Device& device(const std::string& name);
 void set_debug(int level);
 int debug_level();
 // Whether kernels go through the optimizer's heuristics (codegen/opt/opt.h): yes unless UGPU_OPT=0
-// or set_optimize_kernels(false).
+// or set_optimize_kernels(false). UGPU_OPT other than 0 or 1 is an Error.
 bool optimize_kernels();
 void set_optimize_kernels(bool on);
+void reread_optimize_kernels();  // read UGPU_OPT again (tests)
 
 // What the last realize did, for tests and benchmarks.
 struct RealizeStats {

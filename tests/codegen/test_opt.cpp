@@ -336,4 +336,28 @@ SINK(END(STORE(INDEX:float*(out, i), 1.0), i))
   CHECK(occ->resident == occ->most);
   CHECK(occ->unit == "waves per SIMD");
   CHECK_FALSE(codegen::occupancy(*codegen::compile(ir::parse(kMatmul), target("x86"))));  // no such thing on the CPU
+  // NVIDIA, where ptxas made a cubin: 8 warps per block with 48 KiB of shared memory fit 4 blocks in
+  // an sm_90 SM's 228 KiB, so 32 warps.
+  auto nv = codegen::compile(ir::parse(R"(out = DEFINE_GLOBAL:float* {0}
+x = DEFINE_GLOBAL:float* {1}
+tmp = DEFINE_LOCAL:float[local]* {(0, 12288)}
+g = RANGE(4) {0, GLOBAL}
+l = RANGE(256) {1, LOCAL}
+put = STORE(INDEX:float[local]*(tmp, l * 48), LOAD:float(INDEX:float*(x, g*256 + l)))
+bar = BARRIER(END(put, l))
+r = RANGE(4) {2, REDUCE}
+total = REDUCE:float(LOAD:float(INDEX:float[local]*(AFTER(tmp, bar), r * 48)), r) {ADD}
+SINK(END(STORE(INDEX:float*(out, WHERE(l == 0, g, INVALID)), total), g))
+)"),
+                             target("sm_90"));
+  if (nv->cubin) {
+    auto nocc = codegen::occupancy(*nv);
+    REQUIRE(nocc);
+    CHECK(nocc->unit == "warps per SM");
+    CHECK(nocc->most == 64);
+    CHECK(nocc->resident == 32);
+    CHECK(nocc->limit == "shared memory");
+  } else {
+    CHECK_FALSE(codegen::occupancy(*nv));  // no cubin (no ptxas): no register count to estimate from
+  }
 }

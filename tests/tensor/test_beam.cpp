@@ -38,7 +38,7 @@ struct TempCache {
 
 TEST_CASE("beam: a kernel is searched once on each device, its result stays right, and the winner comes back from the disk cache") {
   TempCache cache;
-  for (const std::string& dev : {std::string("cpu"), std::string("emu:amd")}) {
+  for (const std::string& dev : {std::string("cpu"), std::string("emu:amd"), std::string("emu:nv")}) {
     INFO("device " << dev);
     Host ha = random_host({32, 48}, 11), hb = random_host({48, 16}, 12);
     Tensor a = upload(ha, dev), b = upload(hb, dev);
@@ -60,6 +60,28 @@ TEST_CASE("beam: a kernel is searched once on each device, its result stays righ
     CHECK(after.cache_hits == searched.cache_hits + 1);
     tensor::set_beam_width(0);
   }
+}
+
+TEST_CASE("UGPU_OPT other than 0 or 1 is an error, not silently on") {
+  setenv("UGPU_OPT", "off", 1);
+  tensor::reread_optimize_kernels();
+  CHECK_THROWS_WITH_AS(tensor::optimize_kernels(), doctest::Contains("UGPU_OPT takes 0"), Error);
+  setenv("UGPU_OPT", "0", 1);
+  tensor::reread_optimize_kernels();
+  CHECK_FALSE(tensor::optimize_kernels());
+  unsetenv("UGPU_OPT");
+  tensor::reread_optimize_kernels();
+  CHECK(tensor::optimize_kernels());
+}
+
+TEST_CASE("beam: UGPU_BEAM that is not a width is an error, not silently off") {
+  tensor::set_beam_width(-1);  // read the environment again
+  setenv("UGPU_BEAM", "four", 1);
+  CHECK_THROWS_WITH_AS(tensor::beam_width(), doctest::Contains("UGPU_BEAM takes a beam width"), Error);
+  setenv("UGPU_BEAM", "2", 1);
+  CHECK(tensor::beam_width() == 2);
+  unsetenv("UGPU_BEAM");
+  tensor::set_beam_width(0);
 }
 
 }  // namespace ugpu::test
