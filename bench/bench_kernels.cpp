@@ -14,7 +14,8 @@
 //   bandwidth_ratio_memcpy[D]    add / memcpy
 // On an emulated GPU (emu:amd, emu:nv), where time says little, the executor's instruction count is
 // the measure instead — of smaller kernels, before and after the optimizer (UGPU_OPT):
-//   <kernel>_instr_per_flop[D], <kernel>_instr_per_flop_unopt[D]         sgemm 64/128, conv2d
+//   <kernel>_instr_per_flop[D], <kernel>_instr_per_flop_unopt[D]         sgemm 64/128, sgemm_f16_128 (half
+//                                                                         inputs: tensor cores), conv2d
 //   <kernel>_instr_per_element[D], <kernel>_instr_per_element_unopt[D]   softmax, sum, add
 // (wave instructions on emu:amd, warp instructions on emu:nv), and what the optimized kernels use,
 // read back from their code objects (the most of the op's kernels):
@@ -99,6 +100,10 @@ int emulated(const std::string& dev) {
     Tensor a = Tensor::rand({n, n}, 1, dtypes::float32, dev).realize(), b = Tensor::rand({n, n}, 2, dtypes::float32, dev).realize();
     report("sgemm" + std::to_string(n), "flop", 2.0 * double(n * n * n), [&] { return a.matmul(b); });
   }
+  // Half inputs summed in float: the optimizer runs these on the tensor cores (WMMA, mma.sync).
+  Tensor ah = Tensor::rand({128, 128}, 1, dtypes::float32, dev).cast(dtypes::half).realize();
+  Tensor bh = Tensor::rand({128, 128}, 2, dtypes::float32, dev).cast(dtypes::half).realize();
+  report("sgemm_f16_128", "flop", 2.0 * 128 * 128 * 128, [&] { return ah.cast(dtypes::float32).matmul(bh.cast(dtypes::float32)); });
   Tensor x = Tensor::randn({1, 16, 16, 16}, 3, dtypes::float32, dev).realize(), w = Tensor::randn({16, 16, 3, 3}, 4, dtypes::float32, dev).realize();
   report("conv2d", "flop", 2.0 * 16 * 16 * 9 * 16 * 16, [&] { return x.conv2d(w, {}, {1, 1}, {1, 1}); });
   Tensor big = Tensor::randn({64, 1024}, 5, dtypes::float32, dev).realize(), other = Tensor::randn({64, 1024}, 6, dtypes::float32, dev).realize();

@@ -91,7 +91,7 @@ UOp expand_reduce(const UOp& red) {
   UOp acc;
   for (const UOp& c : copies(red.src(0), s->first)) {
     UOp v = widen ? c.cast(dtypes::float32) : c;
-    acc = acc ? UOp::make(op, v.dtype(), {acc, v}) : v;
+    acc = acc ? accumulate(op, acc, v) : v;
   }
   if (!acc) throw Error("REDUCE over an empty unrolled axis: " + to_inline(red, 100));
   if (widen) acc = acc.cast(dt);

@@ -1,5 +1,5 @@
 // Launch geometry. GPU targets run GLOBAL ranges as the grid of workgroups and LOCAL ranges as the
-// work-items of a workgroup; the ids come from SPECIAL nodes (gidx0..2, lidx0..2). The innermost
+// work-items of a workgroup (a WARP axis, a tensor core's lanes, first); the ids come from SPECIAL nodes (gidx0..2, lidx0..2). The innermost
 // global axis is x (dimension 0). More than three global axes share the last grid dimension, split
 // back with // and %; if a dimension exceeds the target's grid limit, all global axes are flattened
 // into x. With no LOCAL axis, the innermost global axis is cut into workgroups of the largest divisor
@@ -217,11 +217,19 @@ UOp add_gpudims(const UOp& sink, const Target& t, std::array<UOp, 3>& global_siz
                       " range (work-items reducing together) is not supported; reduce over LOOP or REDUCE ranges: " + to_inline(u, 120));
     if (u.op() != Op::RANGE) continue;
     if (axis_type(u) == AxisType::GLOBAL) globals.push_back(u);
-    if (axis_type(u) == AxisType::LOCAL) locals.push_back(u);
+    if (axis_type(u) == AxisType::LOCAL || axis_type(u) == AxisType::WARP) locals.push_back(u);
   }
   auto by_axis = [](const UOp& a, const UOp& b) { return a.arg_as<RangeArg>().axis < b.arg_as<RangeArg>().axis; };
   std::sort(globals.begin(), globals.end(), by_axis);
-  std::sort(locals.begin(), locals.end(), by_axis);
+  // A WARP axis (a tensor core's lanes) is dimension x, so that its work-items are one wave.
+  auto warp_first = [&](const UOp& a, const UOp& b) {
+    bool wa = axis_type(a) == AxisType::WARP, wb = axis_type(b) == AxisType::WARP;
+    return wa != wb ? wa : by_axis(a, b);
+  };
+  std::sort(locals.begin(), locals.end(), warp_first);
+  if (!t.gpu())
+    for (const UOp& l : locals)
+      if (axis_type(l) == AxisType::WARP) throw Error("a WARP axis (a tensor core's lanes) needs a GPU target, not " + std::string(t.name));
   if (!t.gpu()) return split_for_threads(WorkgroupPhases(sink).run(t), globals, global_size);
 
   std::unordered_map<UOp, UOp, UOpHash> repl;

@@ -19,7 +19,12 @@ namespace {
 void check_supported(const UOp& sink) {
   if (sink.op() != Op::SINK) throw Error("a kernel is a SINK over its stores, got " + to_inline(sink, 100));
   verify_or_throw(sink);
+  // The TC action (codegen/opt/tc.cpp) is the one source of vectors in kernel input: a tensor core's
+  // fragments (VECTORIZE), its WMMA, the REDUCE over it and the GEPs of the result.
+  bool wmma = false;
+  for (const UOp& u : sink.toposort()) wmma |= u.op() == Op::WMMA;
   for (const UOp& u : sink.toposort()) {
+    if (wmma && (u.op() == Op::VECTORIZE || u.op() == Op::GEP || u.op() == Op::WMMA || u.op() == Op::REDUCE)) continue;
     if (is_tensor_op(u.op()))
       throw Error(std::string(op_name(u.op())) +
                   " is a tensor-level op; kernels index buffers with INDEX and reduce over RANGEs with REDUCE: " + to_inline(u, 100));

@@ -31,9 +31,30 @@ struct Ctx {
 }  // namespace
 
 UOp reduce_identity(Op op, DType t) {
+  if (t.count > 1) {
+    std::vector<UOp> lanes(t.count, reduce_identity(op, t.element()));
+    return UOp::make(Op::VECTORIZE, t, lanes);
+  }
   if (op == Op::ADD) return t.is_float() ? UOp::const_float(t, 0.0) : UOp::const_int(t, 0);
   if (op == Op::MUL) return t.is_float() ? UOp::const_float(t, 1.0) : UOp::const_int(t, 1);
   return t.is_float() ? UOp::const_float(t, -INFINITY) : UOp::const_int(t, t.min_int());  // MAX
+}
+
+namespace {
+bool is_zero_vector(const UOp& v) {
+  if (v.op() != Op::VECTORIZE) return false;
+  for (const UOp& s : v.src())
+    if (!s.is_const() || s.const_float() != 0.0) return false;
+  return true;
+}
+}  // namespace
+
+UOp accumulate(Op op, const UOp& acc, const UOp& x) {
+  if (op == Op::ADD && x.op() == Op::WMMA) {
+    UOp c = is_zero_vector(x.src(2)) ? acc : accumulate(op, acc, x.src(2));
+    return UOp::make(Op::WMMA, x.dtype(), {x.src(0), x.src(1), c}, x.arg());
+  }
+  return UOp::alu(op, {acc, x});
 }
 
 namespace {
@@ -52,7 +73,7 @@ UOp lower_one(const Match& m) {
   for (const UOp& r : rs)
     if (auto it = c.around.find(r.get()); it != c.around.end()) open |= it->second;
   DType t = red.dtype(), a = acc_dtype(op, t);
-  if (t.count != 1) throw Error("REDUCE of a vector is not supported: " + to_inline(red, 120));
+  if (t.count != 1 && !(t.is_float() && op == Op::ADD)) throw Error("REDUCE of a vector is a float sum (a tensor core's): " + to_inline(red, 120));
 
   UOp acc = UOp::make(Op::DEFINE_REG, a.ptr(AddrSpace::Reg), {}, Ints{c.next_id++, 1});
   UOp zero = UOp::const_int(dtypes::index, 0);
@@ -65,7 +86,7 @@ UOp lower_one(const Match& m) {
   UOp p = UOp::make(Op::INDEX, acc.dtype(), {UOp::make(Op::AFTER, acc.dtype(), at_loop), zero});
   UOp old = UOp::make(Op::LOAD, a, {p}), x = red.src(0);
   bool fma = c.fuse && op == Op::ADD && x.op() == Op::MUL && x.dtype() == a && (a.scalar == ScalarType::Float || a.scalar == ScalarType::Double);
-  UOp next = fma ? UOp::make(Op::FMA, a, {x.src(0), x.src(1), old}) : UOp::alu(op, {old, x.cast(a)});
+  UOp next = fma ? UOp::make(Op::FMA, a, {x.src(0), x.src(1), old}) : accumulate(op, old, x.cast(a));
   UOp upd = UOp::make(Op::STORE, dtypes::void_, {p, next});
   std::vector<UOp> end_src{upd};
   end_src.insert(end_src.end(), rs.begin(), rs.end());

@@ -63,8 +63,12 @@ ir::UOp vectorize_memory(const ir::UOp& sink, const Target& target);
 // accumulate in at least 32 bits (float for half/bfloat16). With `fuse_multiply_add` (optimized
 // kernels), a float32/float64 sum of products accumulates with FMA: each product is added unrounded.
 ir::UOp lower_reduce(const ir::UOp& sink, bool fuse_multiply_add = false);
-// The value a reduction starts from: 0 for ADD, 1 for MUL, -inf (the dtype's minimum) for MAX.
+// The value a reduction starts from: 0 for ADD, 1 for MUL, -inf (the dtype's minimum) for MAX (for
+// a vector dtype, a VECTORIZE of it).
 ir::UOp reduce_identity(ir::Op op, ir::DType t);
+// `acc op x`, except that a sum onto a tensor core's WMMA(a, b, 0) is WMMA(a, b, acc): the
+// instruction accumulates itself (a chain of them accumulates through each).
+ir::UOp accumulate(ir::Op op, const ir::UOp& acc, const ir::UOp& x);
 
 // lower_index.cpp: every `index` value becomes int32, or int64 where its bounds (or a source's)
 // need it.

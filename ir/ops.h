@@ -14,7 +14,7 @@ enum class ArgKind : uint8_t {
   None,        // no arg
   Value,       // CONST: int64 (ints, bool) or double (floats)
   Int,         // slot / id; GATHER and ASSIGN: the axis
-  String,      // SPECIAL: "gidx0", "lidx1"
+  String,      // SPECIAL: "gidx0", "lidx1"; WMMA: the tensor core (codegen/tensor_core.h)
   Var,         // DEFINE_VAR: name and bounds
   Range,       // RANGE: axis id and AxisType
   ReduceOp,    // REDUCE: which binary op reduces
@@ -91,7 +91,8 @@ enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
   X(POW, Binary, 0, None)                                         \
   X(WHERE, Ternary, 0, None)                                      \
   X(MULACC, Ternary, 0, None)                                     \
-  X(FMA, Ternary, 0, None)
+  X(FMA, Ternary, 0, None)                                        \
+  X(WMMA, Reduce, 0, String)
 
 enum class Op : uint8_t {
 #define UGPU_OP_ENUM(name, group, flags, arg) name,

@@ -309,6 +309,14 @@ std::string check_ternary(const UOp& u) {
 
 std::string check_noarg_void(const UOp& u) { return check_void(u); }
 
+// WMMA(a, b, c): a tensor core's matrix product of one wave's fragments, D = A x B + C (codegen/tensor_core.h).
+std::string check_wmma(const UOp& u) {
+  if (auto e = nsrc(u, 3, 3); !e.empty()) return e;
+  DType a = u.src(0).dtype(), b = u.src(1).dtype(), c = u.src(2).dtype();
+  return first({need(a.scalar == b.scalar && !a.is_ptr() && !b.is_ptr() && a.count > 1 && b.count > 1 && a.is_float(), "A and B are float vectors of one type"),
+                need(c.count > 1 && c.is_float() && !c.is_ptr(), "C is a float vector"), same_dtype(u, 2)});
+}
+
 struct Entry {
   Op op;
   Check check;
@@ -341,6 +349,7 @@ constexpr Entry kChecks[] = {
     {Op::STORE, check_store},
     {Op::REDUCE, check_reduce},
     {Op::REDUCE_AXIS, check_reduce_axis},
+    {Op::WMMA, check_wmma},
 };
 
 Check check_for(Op op) {

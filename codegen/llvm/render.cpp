@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/llvm/llvm.h"
+#include "codegen/tensor_core.h"
 #include "common/error.h"
 #include "ir/text.h"
 
@@ -211,7 +212,7 @@ class Renderer {
       case Op::DEFINE_REG:
       case Op::DEFINE_LOCAL: {
         const Ints& a = u.arg_as<Ints>();
-        std::string arr = "[" + std::to_string(a[1]) + " x " + scalar_type(dt.base()) + "]";
+        std::string arr = "[" + std::to_string(a[1]) + " x " + (dt.count > 1 ? type(dt.base()) : scalar_type(dt.base())) + "]";
         if (u.op() == Op::DEFINE_LOCAL && t_.gpu()) {
           std::string g = "@lds" + std::to_string(a[0]);
           globals_ << g << " = internal addrspace(3) global " << arr << " poison, align 16\n";
@@ -330,6 +331,7 @@ class Renderer {
         }
         break;
       }
+      case Op::WMMA: wmma(u, r); break;
       case Op::WHERE: emit(r + " = select i1 " + val(src[0]) + ", " + tv(src[1]) + ", " + tv(src[2])); break;
       case Op::CAST: names_[u.get()] = cast(src[0], dt); return;
       case Op::BITCAST:
@@ -339,6 +341,61 @@ class Renderer {
       default: alu(u, r); break;
     }
     names_[u.get()] = r;
+  }
+
+  // A tensor core's instruction (codegen/tensor_core.h) through its LLVM intrinsic. bfloat16
+  // fragments are i16 vectors already; NVIDIA's intrinsics take pairs of elements per 32-bit register
+  // and return a struct of the four floats.
+  void wmma(const UOp& u, const std::string& r) {
+    const auto src = u.src();
+    const std::string& name = u.arg_as<std::string>();
+    const TensorCore* tc = find_tensor_core(name);
+    if (!tc || !tc->on(t_)) throw Error("WMMA '" + name + "' is not a tensor core of " + std::string(t_.name) + ": " + to_inline(u, 100));
+    bool bf16 = tc->input == ScalarType::BFloat16;
+    std::string ta = type(src[0].dtype()), tb = type(src[1].dtype()), tc_ty = type(src[2].dtype());
+    if (t_.arch == Arch::AMDGPU && tc->threads == 32) {
+      std::string fn = bf16 ? "llvm.amdgcn.wmma.f32.16x16x16.bf16.v8f32.v16i16" : "llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16";
+      call(tc_ty, fn, {tv(src[0]), tv(src[1]), tv(src[2])}, ta + ", " + tb + ", " + tc_ty, r);
+      return;
+    }
+    if (t_.arch == Arch::AMDGPU) {
+      std::string fn = bf16 ? "llvm.amdgcn.mfma.f32.16x16x16bf16.1k" : "llvm.amdgcn.mfma.f32.16x16x16f16";
+      call(tc_ty, fn, {tv(src[0]), tv(src[1]), tv(src[2]), "i32 0", "i32 0", "i32 0"}, ta + ", " + tb + ", " + tc_ty + ", i32, i32, i32", r);
+      return;
+    }
+    std::string pair = bf16 ? "i32" : "<2 x half>", el = scalar_type(src[0].dtype().element());
+    std::vector<std::string> args;
+    std::string types;
+    auto pairs = [&](const UOp& v) {
+      for (int i = 0; i < v.dtype().count; i += 2) {
+        std::string p = fresh();
+        emit(p + " = shufflevector " + tv(v) + ", " + type(v.dtype()) + " poison, <2 x i32> <i32 " + std::to_string(i) + ", i32 " + std::to_string(i + 1) + ">");
+        if (bf16) {
+          std::string w = fresh();
+          emit(w + " = bitcast <2 x " + el + "> " + p + " to i32");
+          p = w;
+        }
+        args.push_back(pair + " " + p);
+        types += (types.empty() ? "" : ", ") + pair;
+      }
+    };
+    pairs(src[0]);
+    pairs(src[1]);
+    for (int i = 0; i < 4; ++i) {
+      std::string c = fresh();
+      emit(c + " = extractelement " + tv(src[2]) + ", i32 " + std::to_string(i));
+      args.push_back("float " + c);
+      types += ", float";
+    }
+    std::string st = "{float, float, float, float}";
+    std::string d = call(st, bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", args, types);
+    std::string v = "poison";
+    for (int i = 0; i < 4; ++i) {
+      std::string e = fresh(), n = i == 3 ? r : fresh();
+      emit(e + " = extractvalue " + st + " " + d + ", " + std::to_string(i));
+      emit(n + " = insertelement <4 x float> " + v + ", float " + e + ", i32 " + std::to_string(i));
+      v = n;
+    }
   }
 
   // bfloat16 values live as i16 bit patterns: LLVM's own bfloat conversions differ between CPUs

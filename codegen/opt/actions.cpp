@@ -252,6 +252,10 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
     if (a.id == b.id) throw refuse("SWAP needs two different axes");
     return swap(sink, a, b);
   }
+  if (o.op == OptOp::TC) {
+    if (a.size < 0) throw refuse("its size is not a constant (" + to_inline(a.range.src(0), 60) + ")");
+    return apply_tc(sink, axes, a, o.amount, t, refuse);
+  }
   if (a.size < 0) throw refuse("its size is not a constant (" + to_inline(a.range.src(0), 60) + "); only constant axes are split or padded");
   if (o.op == OptOp::PADTO) {
     if (o.amount < 2) throw refuse("PADTO takes a multiple of at least 2");
@@ -259,6 +263,7 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
     if (a.size % o.amount == 0) throw refuse(std::to_string(a.size) + " is already a multiple of " + std::to_string(o.amount));
     if (a.size < o.amount / 2) throw refuse("padding " + std::to_string(a.size) + " to " + std::to_string(o.amount) + " more than doubles it");
     if (has_workgroup_memory(sink)) throw refuse("the kernel uses workgroup memory, whose indices PADTO would not mask");
+    if (has_tensor_core(sink)) throw refuse("the kernel runs on a tensor core; PADTO goes before TC");
     return pad(sink, a, o.amount);
   }
   if (o.amount < 2) throw refuse("the amount must be at least 2");
@@ -299,12 +304,12 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       if (!t.gpu()) throw refuse(std::string(t.name) + " runs a workgroup's work-items one after another; LOCAL is for GPU targets");
       if (a.type != AxisType::GLOBAL) throw refuse("LOCAL splits GLOBAL axes");
       if (has_workgroup_memory(sink)) throw refuse("the kernel already uses workgroup memory");
-      int64_t locals = product_of(axes, {AxisType::LOCAL, AxisType::GROUP_REDUCE}) * o.amount;
+      int64_t locals = product_of(axes, {AxisType::LOCAL, AxisType::GROUP_REDUCE, AxisType::WARP}) * o.amount;
       if (locals > t.max_local_total)
         throw refuse("the workgroup would have " + std::to_string(locals) + " work-items; " + std::string(t.name) + " allows " +
                      std::to_string(t.max_local_total));
       int64_t count = 1;
-      for (const Axis& x : axes) count += x.type == AxisType::LOCAL || x.type == AxisType::GROUP_REDUCE;
+      for (const Axis& x : axes) count += x.type == AxisType::LOCAL || x.type == AxisType::GROUP_REDUCE || x.type == AxisType::WARP;
       if (count > 3) throw refuse("a workgroup has at most 3 dimensions");
       return split(sink, axes, a, o.amount, AxisType::LOCAL);
     }
@@ -313,6 +318,7 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
       if (a.type != AxisType::REDUCE) throw refuse("GROUP splits reduce axes");
       if (o.amount > kMaxGroup) throw refuse("at most " + std::to_string(kMaxGroup) + " work-items reduce one value");
       if (has_workgroup_memory(sink)) throw refuse("the kernel already uses workgroup memory");
+      if (has_tensor_core(sink)) throw refuse("the kernel runs on a tensor core, whose lanes already share the reduction");
       for (const Axis& x : axes)
         if (x.type == AxisType::GROUP_REDUCE) throw refuse("the kernel already has a GROUP axis");
       int64_t locals = product_of(axes, {AxisType::LOCAL}) * o.amount;

@@ -1,5 +1,8 @@
 // The default optimizer: actions chosen from the kernel's shape and its memory accesses, per target,
 // without running anything (codegen/opt/opt.h). In order:
+//   0. GPU, a sum of half or bfloat16 products that a tensor core of the target takes (TC): it runs
+//      there, with 2x2 instructions per wave (UPCAST) so each fragment serves two, and up to 4 waves
+//      per workgroup (LOCAL); nothing else applies.
 //   1. GPU, a reduction with few outputs (norms, softmax rows), or a long one with up to 65536
 //      (matrix-vector products): the work-items of a workgroup share each reduction (GROUP),
 //      reading neighbouring elements side by side.
@@ -65,6 +68,18 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
   Chooser c(sink, t);
   std::vector<Axis> axes = kernel_axes(sink);
   bool reduces = last_reduce(axes) != nullptr;
+
+  // 0. Tensor cores.
+  if (t.gpu() && reduces && c.apply({OptOp::TC, last_reduce(axes)->id, 0})) {
+    axes = kernel_axes(c.kernel());
+    int upcast = 0, waves = 1;
+    for (size_t k = axes.size(); k-- > 0 && upcast < 2;)
+      if (is_output(axes[k].type) && axes[k].size % 2 == 0 && c.apply({OptOp::UPCAST, axes[k].id, 2})) ++upcast;
+    axes = kernel_axes(c.kernel());
+    for (size_t k = axes.size(); k-- > 0 && waves < 4;)
+      if (axes[k].type == AxisType::GLOBAL && axes[k].size % 2 == 0 && axes[k].size >= 4 && c.apply({OptOp::LOCAL, axes[k].id, 2})) waves *= 2;
+    return c.take();
+  }
 
   // 1. A workgroup shares each reduction when there are too few outputs to fill the GPU: widely for
   //    up to 2048 outputs, by 16 or 8 work-items for a long reduction with up to 65536 (a model's

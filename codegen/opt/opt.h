@@ -2,8 +2,8 @@
 // axis into work-items (LOCAL) or unrolled copies (UPCAST), unroll a reduction (UNROLL), reduce
 // across a workgroup (GROUP), pad an axis to a multiple (PADTO), swap two output axes (SWAP), block
 // an output axis for the caches (TILE: an inner loop nested inside the kernel's other output loops),
-// keep n partial sums of a reduction side by side (LANES: vector accumulators, summed at the end) —
-// each checked for legality, and the heuristics that choose them per target (heuristic.cpp).
+// keep n partial sums of a reduction side by side (LANES: vector accumulators, summed at the end), run
+// a reduction on a tensor core (TC, tc.cpp) — each checked for legality, and the heuristics that choose them per target (heuristic.cpp).
 //
 // Actions work on the kernel graph that lower() takes, before any pass: a split replaces RANGE r by
 // `r_outer * amount + r_new`, where r_outer keeps r's axis id and type and r_new gets the next free
@@ -22,12 +22,13 @@
 #include <vector>
 
 #include "codegen/target.h"
+#include "codegen/tensor_core.h"
 #include "common/error.h"
 #include "ir/uop.h"
 
 namespace ugpu::codegen::opt {
 
-#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP) X(TILE) X(LANES)
+#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP) X(TILE) X(LANES) X(TC)
 enum class OptOp : uint8_t {
 #define UGPU_OPT_ENUM(name) name,
   UGPU_OPT_OPS(UGPU_OPT_ENUM)
@@ -36,7 +37,8 @@ enum class OptOp : uint8_t {
 std::string_view opt_op_name(OptOp op);
 
 // One action. `axis` is a RANGE's axis id (as the kernel text shows it: `RANGE(n) {axis, TYPE}`);
-// `amount` is the split size, PADTO's multiple, or SWAP's other axis id.
+// `amount` is the split size, PADTO's multiple, SWAP's other axis id, or which of the target's tensor
+// cores for the kernel's input type TC uses (0: the first).
 struct Opt {
   OptOp op;
   int64_t axis = 0;
@@ -76,6 +78,13 @@ bool hand_optimized(const ir::UOp& sink);
 // `target` (the message says why).
 ir::UOp apply_opt(const ir::UOp& sink, const Opt& opt, const Target& target);
 ir::UOp apply_opts(const ir::UOp& sink, std::span<const Opt> opts, const Target& target);
+
+// tc.cpp: TC on reduce axis k with the target's `choice`-th tensor core for the inputs' type (see
+// tc.cpp for the kernels it takes); `refuse` makes the OptError for a reason.
+ir::UOp apply_tc(const ir::UOp& sink, const std::vector<Axis>& axes, const Axis& k, int64_t choice, const Target& target,
+                 const std::function<OptError(const std::string&)>& refuse);
+bool has_tensor_core(const ir::UOp& sink);  // the kernel has a WMMA
+std::vector<const codegen::TensorCore*> tensor_cores_for(const Target& target, ir::ScalarType input);
 
 // heuristic.cpp: the actions chosen for a kernel on a target without running anything; empty for a
 // hand-optimized kernel. Every action returned applies (in order) without error.

@@ -476,7 +476,7 @@ TEST_CASE("every RDNA3 instruction the compiler can select is implemented; the r
     CAPTURE(name);
     CHECK(e::find_op(name) != nullptr);
   }
-  CHECK(e::not_modelled_reason("v_wmma_f32_16x16x16_f16").find("intrinsics") != std::string_view::npos);
+  CHECK(e::not_modelled_reason("v_wmma_i32_16x16x16_iu8").find("intrinsics") != std::string_view::npos);
   CHECK(e::not_modelled_reason("s_and_saveexec_b64").find("wave64") != std::string_view::npos);
 }
 
@@ -833,4 +833,82 @@ TEST_CASE("v_pk_fmac_f16, v_pipeflush and ds_nop run; v_illegal faults as an ill
   CHECK(out[0][0] == pack(0x4400, 0xc580));  // 1.5 * 2 + 1 = 4; 2 * -3 + 0.5 = -5.5
   CHECK_THROWS_WITH(lanes("  v_illegal", {u4(0)}), doctest::Contains("v_illegal"));
   CHECK_THROWS_WITH(lanes("  s_and_saveexec_b64 s[20:21], s[22:23]", {u4(0)}), doctest::Contains("not implemented: wave64 only"));
+}
+
+namespace {
+
+// Runs `code` with each lane's v[10:33] loaded from its 24 dwords of `in` (A in v[10:17], B in
+// v[18:25], C in v[26:33]) and returns its v[40:47], over `workgroup` lanes.
+std::vector<std::array<uint32_t, 8>> wmma_lanes(const std::string& code, const std::vector<std::array<uint32_t, 24>>& in, uint32_t workgroup = 32) {
+  Gpu gpu;
+  std::vector<std::array<uint32_t, 24>> input = in;
+  std::vector<std::array<uint32_t, 8>> output(input.size());
+  uint64_t in_addr = gpu.map(input.data(), input.size() * 96, false), out_addr = gpu.map(output.data(), output.size() * 32);
+  uint64_t args[2] = {in_addr, out_addr};
+  uint64_t kernarg = gpu.alloc(16, false);
+  std::memcpy(gpu.host(kernarg), args, 16);
+  std::string body = "  s_load_b128 s[4:7], s[0:1], 0x0\n  v_mul_u32_u24 v1, 96, v0\n  v_lshlrev_b32 v2, 5, v0\n  s_waitcnt lgkmcnt(0)\n";
+  for (int i = 0; i < 6; ++i)
+    body += "  global_load_b128 v[" + std::to_string(10 + 4 * i) + ":" + std::to_string(13 + 4 * i) + "], v1, s[4:5] offset:" + std::to_string(16 * i) + "\n";
+  body += "  s_waitcnt vmcnt(0)\n" + code + "\n  global_store_b128 v2, v[40:43], s[6:7]\n  global_store_b128 v2, v[44:47], s[6:7] offset:16\n";
+  Loaded k = load_asm(gpu, asm_kernel(body));
+  amd::RunResult r = gpu.executor.run(dispatch_of(gpu, k, kernarg, {1, 1, 1}, {workgroup, 1, 1}));
+  if (r.fault) throw std::runtime_error(r.fault->message);
+  return output;
+}
+
+}  // namespace
+
+TEST_CASE("v_wmma_f32_16x16x16_{f16,bf16}: D = A x B + C in the ISA's wave32 layout") {
+  // The ISA guide's layout (RDNA3 §7.9): lane l holds row l % 16 of A and column l % 16 of B, element
+  // k in register k / 2 (low half for even k), in both halves of the wave; D and C element (2v + l / 16,
+  // l % 16) is lane l's register v.
+  for (bool bf16 : {false, true}) {
+    CAPTURE(bf16);
+    std::mt19937 rng(bf16 ? 7 : 5);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    auto to16 = [&](float f) -> uint32_t {
+      return bf16 ? std::bit_cast<uint32_t>(f) >> 16 : std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+    };
+    auto from16 = [&](uint32_t h) { return bf16 ? std::bit_cast<float>(h << 16) : static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h))); };
+    uint32_t a[16][16], b[16][16];
+    float c[16][16];
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) a[i][j] = to16(u(rng)), b[i][j] = to16(u(rng)), c[i][j] = u(rng);
+    std::vector<std::array<uint32_t, 24>> in(32);
+    for (int l = 0; l < 32; ++l)
+      for (int r = 0; r < 8; ++r) {
+        in[l][r] = a[l % 16][2 * r] | a[l % 16][2 * r + 1] << 16;
+        in[l][8 + r] = b[2 * r][l % 16] | b[2 * r + 1][l % 16] << 16;
+        in[l][16 + r] = std::bit_cast<uint32_t>(c[2 * r + l / 16][l % 16]);
+      }
+    std::string op = bf16 ? "v_wmma_f32_16x16x16_bf16" : "v_wmma_f32_16x16x16_f16";
+    auto out = wmma_lanes("  " + op + " v[40:47], v[10:17], v[18:25], v[26:33]", in);
+    int wrong = 0;
+    for (int l = 0; l < 32; ++l)
+      for (int v = 0; v < 8; ++v) {
+        int row = 2 * v + l / 16, col = l % 16;
+        double want = c[row][col];
+        for (int k = 0; k < 16; ++k) want += double{from16(a[row][k])} * double{from16(b[k][col])};
+        wrong += std::bit_cast<float>(out[l][v]) != static_cast<float>(want);
+      }
+    CHECK(wrong == 0);
+    // C as an inline constant (what LLVM emits for a first product), and D over C's own registers.
+    out = wmma_lanes("  " + op + " v[26:33], v[10:17], v[18:25], 0\n  v_mov_b32 v40, v26\n  v_mov_b32 v41, v27", in);
+    double want = 0;
+    for (int k = 0; k < 16; ++k) want += double{from16(a[0][k])} * double{from16(b[k][0])};
+    CHECK(std::bit_cast<float>(out[0][0]) == static_cast<float>(want));
+    // The rows of D that a half of the wave computes (even rows: lanes 0-15, odd: 16-31) come from that
+    // half's copy of A: a second-half copy of row 1 (lane 17) that differs changes row 1.
+    in[17][0] ^= bf16 ? 0x3f80 : 0x3c00;
+    out = wmma_lanes("  " + op + " v[40:47], v[10:17], v[18:25], v[26:33]", in);
+    double row0 = c[0][0], row1 = c[1][0];
+    for (int k = 0; k < 16; ++k) row0 += double{from16(a[0][k])} * double{from16(b[k][0])}, row1 += double{from16(a[1][k])} * double{from16(b[k][0])};
+    CHECK(std::bit_cast<float>(out[0][0]) == static_cast<float>(row0));   // lane 0, register 0: D[0][0]
+    CHECK(std::bit_cast<float>(out[16][0]) != static_cast<float>(row1));  // lane 16, register 0: D[1][0]
+  }
+  // EXEC must be full: 16 lanes of a wave fault, naming the instruction.
+  std::vector<std::array<uint32_t, 24>> in(16);
+  CHECK_THROWS_WITH_AS(wmma_lanes("  v_wmma_f32_16x16x16_f16 v[40:47], v[10:17], v[18:25], v[26:33]", in, 16), doctest::Contains("EXEC all ones"),
+                       std::runtime_error);
 }

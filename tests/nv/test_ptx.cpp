@@ -4,7 +4,8 @@
 // tests/codegen/test_kernels.cpp) — bit-exact, except where noted; hand-written PTX for faults,
 // parse errors, interrupts, divergence, barriers, special registers, generic addressing and module
 // data (.global/.const variables and their initializers); single instructions against values worked
-// out from the PTX ISA; and packed f16x2/bf16x2 instructions against the scalar ones on each half.
+// out from the PTX ISA; packed f16x2/bf16x2 instructions against the scalar ones on each half; and
+// mma.sync against the ISA's fragment layout.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -1577,4 +1578,76 @@ $CONSUME:
   std::set<uint32_t> seen(olds.begin(), olds.end());
   CHECK(seen.size() == 64);
   CHECK(*seen.rbegin() == 63);
+}
+
+TEST_CASE("PTX instructions: mma.sync m16n8k16 (f16, bf16 -> f32) in the PTX ISA's fragment layout") {
+  // PTX ISA §9.7.14.5.8, with g = lane / 4 and t = lane % 4: A (16 x 16) register r holds elements
+  // (g + 8 * (r % 2), 2t + 8 * (r / 2) + h) for h = 0 (low half), 1; B (16 x 8) register r holds
+  // (2t + 8r + h, g); C and D element r is (g + 8 * (r / 2), 2t + r % 2).
+  for (bool bf16 : {false, true}) {
+    CAPTURE(bf16);
+    std::mt19937 rng(bf16 ? 3 : 4);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    auto to16 = [&](float f) -> uint32_t { return bf16 ? std::bit_cast<uint32_t>(f) >> 16 : std::bit_cast<uint16_t>(static_cast<_Float16>(f)); };
+    auto from16 = [&](uint32_t h) { return bf16 ? std::bit_cast<float>(h << 16) : static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h))); };
+    uint32_t a[16][16], b[16][8];
+    float c[16][8];
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) a[i][j] = to16(u(rng));
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 8; ++j) b[i][j] = to16(u(rng)), c[i][j] = u(rng);
+    std::vector<uint32_t> in(32 * 12), out(32 * 4, 0);  // per lane: A at 0, B at 16, C at 32 bytes
+    for (int l = 0; l < 32; ++l) {
+      int g = l / 4, t = l % 4;
+      for (int r = 0; r < 4; ++r) in[l * 12 + r] = a[g + 8 * (r % 2)][2 * t + 8 * (r / 2)] | a[g + 8 * (r % 2)][2 * t + 8 * (r / 2) + 1] << 16;
+      for (int r = 0; r < 2; ++r) in[l * 12 + 4 + r] = b[2 * t + 8 * r][g] | b[2 * t + 8 * r + 1][g] << 16;
+      for (int r = 0; r < 4; ++r) in[l * 12 + 8 + r] = std::bit_cast<uint32_t>(c[g + 8 * (r / 2)][2 * t + r % 2]);
+    }
+    auto kernel = [&](const std::string& guard) {
+      std::string ty = bf16 ? "bf16" : "f16";
+      std::string k = R"(.visible .entry mm(.param .u64 i, .param .u64 o)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<20>;
+  .reg .f32 %f<10>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [i];
+  ld.param.u64 %rd2, [o];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 48;
+  add.s64 %rd3, %rd1, %rd3;
+  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
+  ld.global.v2.u32 {%r6, %r7}, [%rd3+16];
+  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd3+32];
+)" + guard + R"(
+  mma.sync.aligned.m16n8k16.row.col.f32.)" +
+                      ty + "." + ty + R"(.f32 {%f5, %f6, %f7, %f8}, {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f1, %f2, %f3, %f4};
+  mul.wide.u32 %rd4, %r1, 16;
+  add.s64 %rd4, %rd2, %rd4;
+  st.global.v4.f32 [%rd4], {%f5, %f6, %f7, %f8};
+$END:
+  ret;
+}
+)";
+      Text t;
+      uint64_t pi = t.gpu.map(in.data(), in.size() * 4, false), po = t.gpu.map(out.data(), out.size() * 4);
+      prepare(t, kHead + k, {pi, po}, {1, 1, 1}, {32, 1, 1});
+      return run(t);
+    };
+    nv::PtxRunResult r = kernel("");
+    if (r.fault) FAIL(r.fault->message);
+    int wrong = 0;
+    for (int l = 0; l < 32; ++l)
+      for (int e = 0; e < 4; ++e) {
+        int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + e % 2;
+        double want = c[row][col];
+        for (int k = 0; k < 16; ++k) want += double{from16(a[row][k])} * double{from16(b[k][col])};
+        wrong += std::bit_cast<float>(out[l * 4 + e]) != static_cast<float>(want);
+      }
+    CHECK(wrong == 0);
+    // mma.sync is warp-wide: lanes that branched away leave it incomplete, which is a fault.
+    r = kernel("  setp.ge.u32 %p1, %r1, 16;\n  @%p1 bra $END;");
+    REQUIRE(r.fault);
+    CHECK(r.fault->message.find("32 lanes") != std::string::npos);
+  }
 }

@@ -31,7 +31,7 @@ constexpr std::string_view kWave64 = "wave64 only (ugpu compiles wave32)";
 constexpr std::string_view kGraphics = "graphics and pixel-shader only";
 constexpr std::string_view kSystem = "debugger, trap, halt, power and address-translation control, which compute kernels do not use";
 constexpr std::string_view kIntrinsic =
-    "reached only through target intrinsics ugpu's code generator does not call (buffer resources, WMMA, permlane, GWS, "
+    "reached only through target intrinsics ugpu's code generator does not call (buffer resources, WMMA into f16/bf16/int, permlane, GWS, "
     "normalized-format packing, media SAD, ...)";
 constexpr std::string_view kAtomic = "an atomic read-modify-write, and ugpu's IR has no atomic operations";
 
@@ -64,7 +64,9 @@ constexpr NotModelled kNotModelled[] = {
     {"v_dot2_f16_f16", kIntrinsic},
     {"v_dot2_bf16_bf16", kIntrinsic},
     {"v_trig_preop_f64", kIntrinsic},
-    {"v_wmma_*", kIntrinsic},
+    {"v_wmma_f16_*", kIntrinsic},
+    {"v_wmma_bf16_*", kIntrinsic},
+    {"v_wmma_i32_*", kIntrinsic},
     {"ds_gws_*", kIntrinsic},
     {"ds_swizzle_b32", kIntrinsic},
     {"ds_consume", kIntrinsic},

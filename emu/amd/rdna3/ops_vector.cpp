@@ -493,6 +493,35 @@ template <auto F>
 OpDef dot(std::string_view name, Ty d, Ty s01, Ty s2) {
   return OpDef{name, vop3p_dot<F>, nullptr, d, {s01, s01, s2}, 0, 0};
 }
+
+// V_WMMA_F32_16X16X16_{F16,BF16} (wave32, ISA guide §7.9): D = A x B + C over 16x16 matrices.
+// Each half of the wave (lanes 0-15 and 16-31) holds a copy of A and B: lane l keeps row l % 16 of
+// A and column l % 16 of B in 8 registers, two 16-bit values each (k = 2r in the low half, 2r + 1 in
+// the high). Element (2v + l / 16, l % 16) of C and D is lane l's register v. Each half computes its
+// rows of D from its own copy, so a copy that differs gives a different result, as it would on the
+// chip. The products are exact; the 16 products and C are summed in double and rounded to float
+// once (the hardware's internal order is not documented: sums that are not exact can differ in the
+// last bit). EXEC must be all ones.
+template <float (*Half)(uint64_t)>
+void wmma_f32(Wave& w, const Inst& in) {
+  if (w.exec() != 0xffffffffu) throw WaveFault{Fault::Kind::Illegal, std::string(in.op->name) + " needs EXEC all ones (it ran with " + std::to_string(__builtin_popcount(w.exec())) + " of 32 lanes)", 0, Access::Read, ""};
+  if (in.neg || in.neg_hi || in.opsel || in.clamp || in.src_kind[0] != Src::Vgpr || in.src_kind[1] != Src::Vgpr)
+    throw WaveFault{Fault::Kind::Unimplemented, std::string(in.op->name) + " with neg/op_sel/clamp modifiers or non-VGPR A/B operands is not modelled", 0, Access::Read, ""};
+  const uint16_t a = in.src_reg[0], b = in.src_reg[1], c = in.src_reg[2], d = in.dst;
+  if (std::max({a, b, c, d}) + 8 > 256) throw WaveFault{Fault::Kind::Illegal, std::string(in.op->name) + ": a register range runs past v255", 0, Access::Read, ""};
+  auto half = [&](uint16_t base, int lane, int k) { return Half(w.v[base + k / 2][lane] >> (k % 2 * 16)); };
+  uint32_t out[8][kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    const int h = l / 16, col = l % 16;
+    for (int v = 0; v < 8; ++v) {
+      const int row = 2 * v + h;
+      double sum = in.src_kind[2] == Src::Vgpr ? f32(w.v[c + v][l]) : f32(scalar_src(w, in, 2));
+      for (int k = 0; k < 16; ++k) sum += double{half(a, row + 16 * h, k)} * double{half(b, col + 16 * h, k)};
+      out[v][l] = static_cast<uint32_t>(bits_of(static_cast<float>(sum)));
+    }
+  }
+  for (int v = 0; v < 8; ++v) std::memcpy(w.v[d + v], out[v], sizeof out[v]);
+}
 // V_DOT2_F32_{F16,BF16}: op_sel picks the halves of S0 and S1 for the low product and op_sel_hi for the high one;
 // neg and neg_hi flip their signs, and neg[2] negates the f32 accumulator. tmp = lo * lo; tmp += hi * hi; tmp += S2.
 template <float (*Half)(uint64_t)>
@@ -854,6 +883,8 @@ std::vector<OpDef> build() {
       pk<PK(return A * B;)>("v_pk_mul_lo_u16", B16, 2),
       pk<PK(return A * B + C;)>("v_pk_mad_u16", B16, 3),
       pk<PK(return sat_i16(s16(A) * s16(B) + s16(C), in.clamp);)>("v_pk_mad_i16", B16, 3),
+      OpDef{"v_wmma_f32_16x16x16_f16", wmma_f32<f16>, nullptr, F32, {B32, B32, F32}, 0, 0},
+      OpDef{"v_wmma_f32_16x16x16_bf16", wmma_f32<bf16>, nullptr, F32, {B32, B32, F32}, 0, 0},
       dot<dot2_f32<f16>>("v_dot2_f32_f16", F32, F16, F32),
       dot<dot2_f32<bf16>>("v_dot2_f32_bf16", F32, B16, F32),
       dot<dot_int<8, true>>("v_dot4_i32_iu8", B32, B32, B32),

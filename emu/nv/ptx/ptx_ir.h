@@ -119,6 +119,7 @@ enum class Opc : uint8_t {
   Vote,
   Activemask,
   Redux,
+  Mma,
   Clock,
   Clock64,
   GlobalTimer,
@@ -169,6 +170,7 @@ struct Inst {
   uint32_t base = kNone;                         // the address register of a memory access, or kNone ([imm], [var])
   int64_t offset = 0;                            // address offset, or an immediate sub-operand
   uint32_t target = 0;                           // branch target (instruction index)
+  std::vector<uint32_t> frag;                    // mma: the slots of D (4), A (4), B (2), C (4)
   int line = 0;
 };
 

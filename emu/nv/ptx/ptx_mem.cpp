@@ -1,6 +1,6 @@
 // The PTX executor's memory and warp-level instructions: ld/st/atom/red in every state space
 // (global through the emulated GPU's address space, shared per block, local per thread, parameters
-// from constant bank 0, generic addresses decoded by window), cvta, shfl, vote, redux, activemask.
+// from constant bank 0, generic addresses decoded by window), cvta, shfl, vote, redux, activemask, mma.
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -8,6 +8,7 @@
 
 #include "common/hex.h"
 #include "emu/nv/ptx/ptx_exec.h"
+#include "emu/nv/ptx/ptx_float.h"
 
 namespace ugpu::emu::nv::detail {
 namespace {
@@ -290,6 +291,44 @@ inline uint32_t member_mask(Warp& w, const Inst& in, uint32_t m) {
   return in.s[1] == kNone ? 0xffffffffu : static_cast<uint32_t>(slot(w, in.s[1])[__builtin_ctz(m)]);
 }
 
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} (PTX ISA §9.7.14.5.8): D = A x B + C with A
+// 16x16 (row-major), B 16x8 (column-major), C and D 16x8, spread over the warp. With g = lane / 4 and
+// t = lane % 4: A's registers a0..a3 hold two elements each (low half first) at rows g (a0, a2) and
+// g + 8 (a1, a3), columns 2t, 2t + 1 (a0, a1) and 8 on (a2, a3); B's b0 and b1 hold rows 2t, 2t + 1
+// and 8 on, column g; C's and D's c0..c3 are (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+// The products are exact; each element's 16 products and C are summed in double and rounded to float
+// once (the hardware's order is not documented: sums that are not exact can differ in the last bit).
+void mma(Warp& w, const Inst& in, uint32_t m) {
+  if (m != 0xffffffffu) illegal(w, in, -1, "mma.sync needs the warp's 32 lanes together (" + std::to_string(__builtin_popcount(m)) + " arrived)");
+  double (*elem)(uint64_t) = in.type == T::BF16 ? &fp::bf16_to_double : &fp::half_to_double;
+  double a[16][16], b[16][8], c[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int r = 0; r < 4; ++r)
+      for (int h = 0; h < 2; ++h) {
+        const uint64_t bits = slot(w, in.frag[4 + r])[l] >> (16 * h);
+        a[g + 8 * (r % 2)][2 * t + h + 8 * (r / 2)] = elem(bits);
+      }
+    for (int r = 0; r < 2; ++r)
+      for (int h = 0; h < 2; ++h) b[2 * t + h + 8 * r][g] = elem(slot(w, in.frag[8 + r])[l] >> (16 * h));
+    for (int r = 0; r < 4; ++r) c[g + 8 * (r / 2)][2 * t + r % 2] = std::bit_cast<float>(static_cast<uint32_t>(slot(w, in.frag[10 + r])[l]));
+  }
+  uint32_t d[4][32];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int r = 0; r < 4; ++r) {
+      const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
+      double sum = c[row][col];
+      for (int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+      d[r][l] = std::bit_cast<uint32_t>(static_cast<float>(sum));
+    }
+  }
+  for (int r = 0; r < 4; ++r) {
+    uint64_t* out = slot(w, in.frag[r]);
+    for (int l = 0; l < 32; ++l) out[l] = d[r][l];
+  }
+}
+
 void vote(Warp& w, const Inst& in, uint32_t m) {
   const uint32_t act = m & member_mask(w, in, m), a = pred_operand(w, in) & act;
   switch (in.cmp) {
@@ -407,6 +446,7 @@ std::string bind_mem(Inst& in) {
     case Opc::Vote: in.fn = &vote; break;
     case Opc::Activemask: in.fn = &activemask; break;
     case Opc::Redux: in.fn = &redux; break;
+    case Opc::Mma: in.fn = &mma; break;
     case Opc::Clock:
     case Opc::Clock64:
     case Opc::GlobalTimer: in.fn = &clock; break;

@@ -1292,6 +1292,7 @@ class Parser {
         {"max", &Parser::min_max},
         {"membar", &Parser::fence},
         {"min", &Parser::min_max},
+        {"mma", &Parser::mma},
         {"mov", &Parser::mov},
         {"mul", &Parser::mul_mad},
         {"mul24", &Parser::mul24_mad24},
@@ -1806,6 +1807,28 @@ class Parser {
     arity(ops, 3, op, line);
     in.op = Opc::Redux;
     in.d[0] = dst(ops[0], in.type), in.s[0] = src(ops[1], in.type), in.s[1] = src(ops[2], T::B32);
+    bind(in, op, true);
+  }
+
+  // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}.
+  void mma(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
+    const int line = in.line;
+    if (!m.take("sync") || !m.take("aligned")) fail(line, "mma needs .sync.aligned");
+    if (!m.take("m16n8k16") || !m.take("row") || !m.take("col")) fail(line, "only mma.sync.aligned.m16n8k16.row.col is supported");
+    const T d = m.type(), a = m.type(), b = m.type(), c = m.type();
+    m.done();
+    if (d != T::F32 || c != T::F32 || a != b || (a != T::F16 && a != T::BF16))
+      fail(line, std::string(op) + ": only .f32 results from .f16 or .bf16 inputs are supported");
+    arity(ops, 4, op, line);
+    const size_t sizes[4] = {4, 4, 2, 4};
+    for (int i = 0; i < 4; ++i)
+      if (ops[i].kind != Opd::Vec || ops[i].elems.size() != sizes[i])
+        fail(line, std::string(op) + ": operand " + std::to_string(i + 1) + " is a vector of " + std::to_string(sizes[i]) + " registers");
+    in.op = Opc::Mma;
+    in.type = a;
+    for (const Opd& e : ops[0].elems) in.frag.push_back(dst(e, T::B32));
+    for (int i = 1; i < 4; ++i)
+      for (const Opd& e : ops[i].elems) in.frag.push_back(src(e, T::B32));
     bind(in, op, true);
   }
 
