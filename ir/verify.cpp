@@ -313,7 +313,8 @@ std::string check_noarg_void(const UOp& u) { return check_void(u); }
 std::string check_wmma(const UOp& u) {
   if (auto e = nsrc(u, 3, 3); !e.empty()) return e;
   DType a = u.src(0).dtype(), b = u.src(1).dtype(), c = u.src(2).dtype();
-  return first({need(a.scalar == b.scalar && !a.is_ptr() && !b.is_ptr() && a.count > 1 && b.count > 1 && a.is_float(), "A and B are float vectors of one type"),
+  return first({need(a.scalar == b.scalar && !a.is_ptr() && !b.is_ptr() && a.count > 1 && b.count > 1 && a.is_float(),
+                     "A and B are float vectors of one type"),
                 need(c.count > 1 && c.is_float() && !c.is_ptr(), "C is a float vector"), same_dtype(u, 2)});
 }
 

@@ -369,7 +369,8 @@ class Renderer {
     auto pairs = [&](const UOp& v) {
       for (int i = 0; i < v.dtype().count; i += 2) {
         std::string p = fresh();
-        emit(p + " = shufflevector " + tv(v) + ", " + type(v.dtype()) + " poison, <2 x i32> <i32 " + std::to_string(i) + ", i32 " + std::to_string(i + 1) + ">");
+        emit(p + " = shufflevector " + tv(v) + ", " + type(v.dtype()) + " poison, <2 x i32> <i32 " + std::to_string(i) + ", i32 " +
+             std::to_string(i + 1) + ">");
         if (bf16) {
           std::string w = fresh();
           emit(w + " = bitcast <2 x " + el + "> " + p + " to i32");

@@ -68,7 +68,8 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
   std::vector<UOp> masks;
   for (;;) {
     if (x.op() == Op::CAST && x.src(0).dtype().is_float()) x = x.src(0);
-    else if (x.op() == Op::WHERE && x.dtype().is_float() && x.src(2).is_const() && x.src(2).const_float() == 0.0) masks.push_back(x.src(0)), x = x.src(1);
+    else if (x.op() == Op::WHERE && x.dtype().is_float() && x.src(2).is_const() && x.src(2).const_float() == 0.0)
+      masks.push_back(x.src(0)), x = x.src(1);
     else break;
   }
   UOp p0 = x.op() == Op::MUL ? tc_operand(x.src(0)) : UOp(), p1 = x.op() == Op::MUL ? tc_operand(x.src(1)) : UOp();
@@ -99,7 +100,8 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
     throw refuse("no pair of output axes fits " + std::string(tc.name) + ": it needs one axis of a multiple of " + std::to_string(tc.m) +
                  " that only one operand moves along and one of a multiple of " + std::to_string(tc.n) +
                  " that only the other does (PADTO them to multiples first)");
-  if (k.size % tc.k != 0) throw refuse(std::string(tc.name) + " sums " + std::to_string(tc.k) + " products at a time; " + std::to_string(k.size) + " is not a multiple");
+  if (k.size % tc.k != 0)
+    throw refuse(std::string(tc.name) + " sums " + std::to_string(tc.k) + " products at a time; " + std::to_string(k.size) + " is not a multiple");
 
   // The END that closes m and n, around the reduction.
   UOp end;
@@ -113,7 +115,8 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
   for (const Axis& a : axes)
     if (a.type == AxisType::LOCAL) locals *= a.size, ++others;
   if (others > 2 || locals > t.max_local_total)
-    throw refuse("the tensor core's " + std::to_string(tc.threads) + " lanes and the kernel's LOCAL axes do not fit a workgroup of " + std::string(t.name));
+    throw refuse("the tensor core's " + std::to_string(tc.threads) + " lanes and the kernel's LOCAL axes do not fit a workgroup of " +
+                 std::string(t.name));
   for (const UOp& mask : masks)
     if (depends(mask, m->range) && depends(mask, n->range)) throw refuse("a mask of the products depends on both output axes");
 

@@ -377,8 +377,8 @@ std::string tc_matmul(const char* in, const char* out, int64_t m, int64_t n, int
   s << "bias = DEFINE_GLOBAL:" << out << "* {3}\n";
   s << "i = RANGE(" << m << ") {0, GLOBAL}\nj = RANGE(" << n << ") {1, GLOBAL}\nk = RANGE(" << k << ") {2, REDUCE}\n";
   s << "acc = REDUCE:" << out << "(" << prod << ", k) {ADD}\n";
-  s << "SINK(END(STORE(INDEX:" << out << "*(c, i*" << n << " + j), " << (bias ? "acc + LOAD:" + std::string(out) + "(INDEX:" + out + "*(bias, j))" : "acc")
-    << "), i, j))\n";
+  s << "SINK(END(STORE(INDEX:" << out << "*(c, i*" << n << " + j), "
+    << (bias ? "acc + LOAD:" + std::string(out) + "(INDEX:" + out + "*(bias, j))" : "acc") << "), i, j))\n";
   return s.str();
 }
 
@@ -472,5 +472,6 @@ TEST_CASE("opt: TC refusals name the reason") {
   refused(half_mm.c_str(), {{OptOp::TC, 2, 0}, {OptOp::GROUP, 2, 2}}, "sm_90", "already share the reduction");
   refused(half_mm.c_str(), {{OptOp::TC, 2, 0}, {OptOp::PADTO, 0, 3}}, "sm_90", "PADTO goes before TC");
   // PADTO first makes a shape fit: 24 rows padded to 32 run on the tensor core, the padding masked.
-  CHECK(codegen::opt::has_tensor_core(apply(tc_matmul("half", "float", 24, 32, 32, false, false).c_str(), {{OptOp::PADTO, 0, 16}, {OptOp::TC, 2, 0}}, "gfx1100")));
+  CHECK(codegen::opt::has_tensor_core(
+      apply(tc_matmul("half", "float", 24, 32, 32, false, false).c_str(), {{OptOp::PADTO, 0, 16}, {OptOp::TC, 2, 0}}, "gfx1100")));
 }

@@ -849,7 +849,8 @@ std::vector<std::array<uint32_t, 8>> wmma_lanes(const std::string& code, const s
   std::memcpy(gpu.host(kernarg), args, 16);
   std::string body = "  s_load_b128 s[4:7], s[0:1], 0x0\n  v_mul_u32_u24 v1, 96, v0\n  v_lshlrev_b32 v2, 5, v0\n  s_waitcnt lgkmcnt(0)\n";
   for (int i = 0; i < 6; ++i)
-    body += "  global_load_b128 v[" + std::to_string(10 + 4 * i) + ":" + std::to_string(13 + 4 * i) + "], v1, s[4:5] offset:" + std::to_string(16 * i) + "\n";
+    body += "  global_load_b128 v[" + std::to_string(10 + 4 * i) + ":" + std::to_string(13 + 4 * i) +
+            "], v1, s[4:5] offset:" + std::to_string(16 * i) + "\n";
   body += "  s_waitcnt vmcnt(0)\n" + code + "\n  global_store_b128 v2, v[40:43], s[6:7]\n  global_store_b128 v2, v[44:47], s[6:7] offset:16\n";
   Loaded k = load_asm(gpu, asm_kernel(body));
   amd::RunResult r = gpu.executor.run(dispatch_of(gpu, k, kernarg, {1, 1, 1}, {workgroup, 1, 1}));
@@ -867,10 +868,10 @@ TEST_CASE("v_wmma_f32_16x16x16_{f16,bf16}: D = A x B + C in the ISA's wave32 lay
     CAPTURE(bf16);
     std::mt19937 rng(bf16 ? 7 : 5);
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-    auto to16 = [&](float f) -> uint32_t {
-      return bf16 ? std::bit_cast<uint32_t>(f) >> 16 : std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+    auto to16 = [&](float f) -> uint32_t { return bf16 ? std::bit_cast<uint32_t>(f) >> 16 : std::bit_cast<uint16_t>(static_cast<_Float16>(f)); };
+    auto from16 = [&](uint32_t h) {
+      return bf16 ? std::bit_cast<float>(h << 16) : static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
     };
-    auto from16 = [&](uint32_t h) { return bf16 ? std::bit_cast<float>(h << 16) : static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h))); };
     uint32_t a[16][16], b[16][16];
     float c[16][16];
     for (int i = 0; i < 16; ++i)

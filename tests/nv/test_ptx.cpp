@@ -1589,7 +1589,9 @@ TEST_CASE("PTX instructions: mma.sync m16n8k16 (f16, bf16 -> f32) in the PTX ISA
     std::mt19937 rng(bf16 ? 3 : 4);
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
     auto to16 = [&](float f) -> uint32_t { return bf16 ? std::bit_cast<uint32_t>(f) >> 16 : std::bit_cast<uint16_t>(static_cast<_Float16>(f)); };
-    auto from16 = [&](uint32_t h) { return bf16 ? std::bit_cast<float>(h << 16) : static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h))); };
+    auto from16 = [&](uint32_t h) {
+      return bf16 ? std::bit_cast<float>(h << 16) : static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
+    };
     uint32_t a[16][16], b[16][8];
     float c[16][8];
     for (int i = 0; i < 16; ++i)

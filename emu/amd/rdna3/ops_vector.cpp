@@ -504,11 +504,16 @@ OpDef dot(std::string_view name, Ty d, Ty s01, Ty s2) {
 // last bit). EXEC must be all ones.
 template <float (*Half)(uint64_t)>
 void wmma_f32(Wave& w, const Inst& in) {
-  if (w.exec() != 0xffffffffu) throw WaveFault{Fault::Kind::Illegal, std::string(in.op->name) + " needs EXEC all ones (it ran with " + std::to_string(__builtin_popcount(w.exec())) + " of 32 lanes)", 0, Access::Read, ""};
+  if (w.exec() != 0xffffffffu)
+    throw WaveFault{Fault::Kind::Illegal,
+                    std::string(in.op->name) + " needs EXEC all ones (it ran with " + std::to_string(__builtin_popcount(w.exec())) + " of 32 lanes)",
+                    0, Access::Read, ""};
   if (in.neg || in.neg_hi || in.opsel || in.clamp || in.src_kind[0] != Src::Vgpr || in.src_kind[1] != Src::Vgpr)
-    throw WaveFault{Fault::Kind::Unimplemented, std::string(in.op->name) + " with neg/op_sel/clamp modifiers or non-VGPR A/B operands is not modelled", 0, Access::Read, ""};
+    throw WaveFault{Fault::Kind::Unimplemented,
+                    std::string(in.op->name) + " with neg/op_sel/clamp modifiers or non-VGPR A/B operands is not modelled", 0, Access::Read, ""};
   const uint16_t a = in.src_reg[0], b = in.src_reg[1], c = in.src_reg[2], d = in.dst;
-  if (std::max({a, b, c, d}) + 8 > 256) throw WaveFault{Fault::Kind::Illegal, std::string(in.op->name) + ": a register range runs past v255", 0, Access::Read, ""};
+  if (std::max({a, b, c, d}) + 8 > 256)
+    throw WaveFault{Fault::Kind::Illegal, std::string(in.op->name) + ": a register range runs past v255", 0, Access::Read, ""};
   auto half = [&](uint16_t base, int lane, int k) { return Half(w.v[base + k / 2][lane] >> (k % 2 * 16)); };
   uint32_t out[8][kLanes];
   for (int l = 0; l < kLanes; ++l) {
