@@ -1,6 +1,6 @@
 // The tensor-core table (codegen/tensor_core.h). Sources for the layouts: AMD's RDNA3 ISA guide
 // (§7.9, "Wave Matrix Multiply-Accumulate"), the CDNA3 ISA guide (§7.1, MFMA operand layouts) and
-// NVIDIA's PTX ISA (§9.7.14.5.8, mma.m16n8k16 fragments for .f16/.bf16).
+// NVIDIA's PTX ISA (§9.7.14.5.8, mma.m16n8k16 fragments for .f16/.bf16, mma.m16n8k8 for .tf32).
 #include "codegen/tensor_core.h"
 
 #include <algorithm>
@@ -30,6 +30,11 @@ constexpr TcLayout kNvA{8, C({0, 0, 1, 2, 4}, {0, 8}), C({2, 4}, {1, 0, 8})};
 constexpr TcLayout kNvB{4, C({2, 4}, {1, 8}), C({0, 0, 1, 2, 4}, {})};
 constexpr TcLayout kNvC{4, C({0, 0, 1, 2, 4}, {0, 8}), C({2, 4}, {1})};
 
+// NVIDIA m16n8k8 .tf32: a0 at (g, t), a1 at (g + 8, t), a2 and a3 four columns on; b0 at (t, g), b1
+// four rows on; D as above.
+constexpr TcLayout kNvTf32A{4, C({0, 0, 1, 2, 4}, {8}), C({1, 2}, {0, 4})};
+constexpr TcLayout kNvTf32B{2, C({1, 2}, {4}), C({0, 0, 1, 2, 4}, {})};
+
 constexpr std::string_view kRdna3 = "gfx1100", kCdna = "gfx942 gfx950", kNv = "sm_80 sm_89 sm_90 sm_100 sm_120";
 
 const TensorCore kTensorCores[] = {
@@ -39,6 +44,7 @@ const TensorCore kTensorCores[] = {
     {"mfma_f32_16x16x16_bf16", kCdna, 16, 16, 16, 64, S::BFloat16, kCdnaA, kCdnaB, kCdnaC, "v_mfma_f32_16x16x16_bf16"},
     {"mma_m16n8k16_f32_f16", kNv, 16, 8, 16, 32, S::Half, kNvA, kNvB, kNvC, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
     {"mma_m16n8k16_f32_bf16", kNv, 16, 8, 16, 32, S::BFloat16, kNvA, kNvB, kNvC, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
+    {"mma_m16n8k8_f32_tf32", kNv, 16, 8, 8, 32, S::Float, kNvTf32A, kNvTf32B, kNvC, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", true},
 };
 
 }  // namespace

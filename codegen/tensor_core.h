@@ -36,9 +36,12 @@ struct TensorCore {
   std::string_view targets;  // the targets that have it, space-separated
   int m, n, k;
   int threads;             // lanes that run it together
-  ir::ScalarType input;    // A and B (C and D are float)
+  ir::ScalarType input;    // A and B (C and D are float): Half, BFloat16, Float (tf32)
   TcLayout a, b, c;        // A: M x K (row = m, col = k), B: K x N (row = k, col = n), C/D: M x N
   std::string_view instr;  // the instruction as the ISA names it (docs and messages)
+  // The instruction rounds its inputs (tf32 keeps 10 of float32's 23 mantissa bits): used only when
+  // asked for by hand (TC), never by the heuristics or BEAM.
+  bool rounds_inputs = false;
   bool on(const Target& t) const;
 };
 

@@ -173,6 +173,10 @@ UOp uop_given_valid(const UOp& valid, const UOp& x) {
   // gating a load inside WHERE(15 < i, ...) is not `true`), and the address of an unmasked one (`i % 16`
   // is not `i` there, for the lanes past 15). Both wait behind opaque stand-ins until the end; the
   // address of a masked access may simplify, its gate keeps it safe.
+  // Work a barrier orders (workgroup memory written before it, read after it) stays as written: the
+  // barrier runs in every work-item, whatever `valid` says in one of them.
+  for (const UOp& u : x.toposort())
+    if (u.op() == Op::BARRIER) return x;
   std::unordered_map<UOp, UOp, UOpHash> hide, show;
   auto opaque = [&](const UOp& e) {
     if (e.is_const() || hide.count(e)) return;

@@ -32,7 +32,8 @@ constexpr const char* kCompileUsage =
     "  --opt      shape the kernel's loops with the optimizer's heuristics for the target first (kernels whose\n"
     "             axes are already marked stay as written); the actions chosen are printed\n"
     "  --opts     apply these actions instead, e.g. \"UPCAST(1, 4) UNROLL(2, 4) LOCAL(0, 16)\": NAME(axis, amount)\n"
-    "             with NAME one of LOCAL, UPCAST, UNROLL, GROUP, PADTO, SWAP (SWAP's amount: the other axis)\n";
+    "             with NAME one of LOCAL, UPCAST, UNROLL, GROUP, PADTO, SWAP, TILE, LANES, TC (SWAP's amount: the other\n"
+    "             axis; TC(k, 0): reduce axis k on the target's tensor core, see docs/optimizer.md)\n";
 
 std::string info(const codegen::CompiledKernel& ck) {
   const codegen::LoweredKernel& k = ck.kernel;

@@ -344,8 +344,8 @@ class Renderer {
   }
 
   // A tensor core's instruction (codegen/tensor_core.h) through its LLVM intrinsic. bfloat16
-  // fragments are i16 vectors already; NVIDIA's intrinsics take pairs of elements per 32-bit register
-  // and return a struct of the four floats.
+  // fragments are i16 vectors already; NVIDIA's intrinsics take pairs of 16-bit elements (or one tf32)
+  // per 32-bit register and return a struct of the four floats.
   void wmma(const UOp& u, const std::string& r) {
     const auto src = u.src();
     const std::string& name = u.arg_as<std::string>();
@@ -366,8 +366,22 @@ class Renderer {
     std::string pair = bf16 ? "i32" : "<2 x half>", el = scalar_type(src[0].dtype().element());
     std::vector<std::string> args;
     std::string types;
+    bool tf32 = tc->input == ScalarType::Float;
     auto pairs = [&](const UOp& v) {
-      for (int i = 0; i < v.dtype().count; i += 2) {
+      // tf32: one element per register, rounded to 10 mantissa bits, to nearest with ties away from
+      // zero (cvt.rna.tf32.f32's rounding, in integer operations); a NaN keeps its top bits.
+      for (int i = 0; tf32 && i < v.dtype().count; ++i) {
+        std::string e = fresh(), b = fresh(), up = fresh(), nan = fresh(), r = fresh(), m = fresh();
+        emit(e + " = extractelement " + tv(v) + ", i32 " + std::to_string(i));
+        emit(b + " = bitcast float " + e + " to i32");
+        emit(up + " = add i32 " + b + ", 4096");
+        emit(nan + " = fcmp uno float " + e + ", 0.0");
+        emit(r + " = select i1 " + nan + ", i32 " + b + ", i32 " + up);
+        emit(m + " = and i32 " + r + ", -8192");
+        args.push_back("i32 " + m);
+        types += (types.empty() ? "" : ", ") + std::string("i32");
+      }
+      for (int i = 0; !tf32 && i < v.dtype().count; i += 2) {
         std::string p = fresh();
         emit(p + " = shufflevector " + tv(v) + ", " + type(v.dtype()) + " poison, <2 x i32> <i32 " + std::to_string(i) + ", i32 " +
              std::to_string(i + 1) + ">");
@@ -389,7 +403,11 @@ class Renderer {
       types += ", float";
     }
     std::string st = "{float, float, float, float}";
-    std::string d = call(st, bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", args, types);
+    std::string d = call(st,
+                         tf32   ? "llvm.nvvm.mma.m16n8k8.row.col.tf32"
+                         : bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+                                : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                         args, types);
     std::string v = "poison";
     for (int i = 0; i < 4; ++i) {
       std::string e = fresh(), n = i == 3 ? r : fresh();

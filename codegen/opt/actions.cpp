@@ -241,6 +241,12 @@ UOp apply_opt(const UOp& sink, const Opt& o, const Target& t) {
     for (const Axis& a : axes) ids += (ids.empty() ? "" : ", ") + std::to_string(a.id) + " " + std::string(axis_type_name(a.type));
     throw OptError(o.text() + ": the kernel has no axis " + std::to_string(id) + " (its axes: " + (ids.empty() ? "none" : ids) + ")");
   };
+  if (o.op == OptOp::STAGE) {
+    auto refuse = [&](const std::string& why) -> OptError { return OptError(o.text() + " on buffer " + std::to_string(o.axis) + ": " + why); };
+    if (o.amount != 0) throw refuse("STAGE's amount is 0");
+    return apply_stage(sink, axes, o.axis, t, refuse);
+  }
+  if (staged(sink)) throw OptError(o.text() + ": the kernel's tiles are staged in workgroup memory already; STAGE goes after every other action");
   const Axis& a = find(o.axis);
   auto refuse = [&](const std::string& why) -> OptError { return OptError(o.text() + " on " + axis_name(a) + ": " + why); };
   for (const Axis& x : axes)

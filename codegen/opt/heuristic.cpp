@@ -1,6 +1,7 @@
 // The default optimizer: actions chosen from the kernel's shape and its memory accesses, per target,
 // without running anything (codegen/opt/opt.h). In order:
-//   0. GPU, a sum of half or bfloat16 products that a tensor core of the target takes (TC): it runs
+//   0. GPU, a sum of half or bfloat16 products that a tensor core of the target takes (TC; never tf32,
+//      which rounds float32 inputs): it runs
 //      there, with 2x2 instructions per wave (UPCAST) so each fragment serves two, and up to 4 waves
 //      per workgroup (LOCAL); nothing else applies.
 //   1. GPU, a reduction with few outputs (norms, softmax rows), or a long one with up to 65536
@@ -69,8 +70,13 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
   std::vector<Axis> axes = kernel_axes(sink);
   bool reduces = last_reduce(axes) != nullptr;
 
-  // 0. Tensor cores.
-  if (t.gpu() && reduces && c.apply({OptOp::TC, last_reduce(axes)->id, 0})) {
+  // 0. Tensor cores, but none that rounds its inputs (tf32).
+  bool exact_tc = false;
+  if (t.gpu() && reduces) try {
+      const TensorCore* tc = kernel_tensor_core(apply_opt(c.kernel(), {OptOp::TC, last_reduce(axes)->id, 0}, t));
+      exact_tc = tc && !tc->rounds_inputs;
+    } catch (const OptError&) {}
+  if (exact_tc && c.apply({OptOp::TC, last_reduce(axes)->id, 0})) {
     axes = kernel_axes(c.kernel());
     int upcast = 0, waves = 1;
     for (size_t k = axes.size(); k-- > 0 && upcast < 2;)

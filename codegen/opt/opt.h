@@ -3,7 +3,8 @@
 // across a workgroup (GROUP), pad an axis to a multiple (PADTO), swap two output axes (SWAP), block
 // an output axis for the caches (TILE: an inner loop nested inside the kernel's other output loops),
 // keep n partial sums of a reduction side by side (LANES: vector accumulators, summed at the end), run
-// a reduction on a tensor core (TC, tc.cpp) — each checked for legality, and the heuristics that choose them per target (heuristic.cpp).
+// a reduction on a tensor core (TC, tc.cpp), copy a buffer's tiles into workgroup memory once per
+// workgroup (STAGE, stage.cpp) — each checked for legality, and the heuristics that choose them per target (heuristic.cpp).
 //
 // Actions work on the kernel graph that lower() takes, before any pass: a split replaces RANGE r by
 // `r_outer * amount + r_new`, where r_outer keeps r's axis id and type and r_new gets the next free
@@ -28,7 +29,7 @@
 
 namespace ugpu::codegen::opt {
 
-#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP) X(TILE) X(LANES) X(TC)
+#define UGPU_OPT_OPS(X) X(LOCAL) X(UPCAST) X(UNROLL) X(GROUP) X(PADTO) X(SWAP) X(TILE) X(LANES) X(TC) X(STAGE)
 enum class OptOp : uint8_t {
 #define UGPU_OPT_ENUM(name) name,
   UGPU_OPT_OPS(UGPU_OPT_ENUM)
@@ -36,7 +37,8 @@ enum class OptOp : uint8_t {
 };
 std::string_view opt_op_name(OptOp op);
 
-// One action. `axis` is a RANGE's axis id (as the kernel text shows it: `RANGE(n) {axis, TYPE}`);
+// One action. `axis` is a RANGE's axis id (as the kernel text shows it: `RANGE(n) {axis, TYPE}`), or
+// for STAGE a buffer's slot;
 // `amount` is the split size, PADTO's multiple, SWAP's other axis id, or which of the target's tensor
 // cores for the kernel's input type TC uses (0: the first).
 struct Opt {
@@ -83,7 +85,13 @@ ir::UOp apply_opts(const ir::UOp& sink, std::span<const Opt> opts, const Target&
 // tc.cpp for the kernels it takes); `refuse` makes the OptError for a reason.
 ir::UOp apply_tc(const ir::UOp& sink, const std::vector<Axis>& axes, const Axis& k, int64_t choice, const Target& target,
                  const std::function<OptError(const std::string&)>& refuse);
-bool has_tensor_core(const ir::UOp& sink);  // the kernel has a WMMA
+// stage.cpp: STAGE of the loads of buffer `slot` (see stage.cpp); whether a kernel has staged tiles
+// (then STAGE of other buffers is the only action that still applies).
+ir::UOp apply_stage(const ir::UOp& sink, const std::vector<Axis>& axes, int64_t slot, const Target& target,
+                    const std::function<OptError(const std::string&)>& refuse);
+bool staged(const ir::UOp& sink);
+const TensorCore* kernel_tensor_core(const ir::UOp& sink);  // the tensor core of the kernel's WMMA, or nullptr
+inline bool has_tensor_core(const ir::UOp& sink) { return kernel_tensor_core(sink) != nullptr; }
 std::vector<const codegen::TensorCore*> tensor_cores_for(const Target& target, ir::ScalarType input);
 
 // heuristic.cpp: the actions chosen for a kernel on a target without running anything; empty for a

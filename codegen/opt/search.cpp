@@ -32,8 +32,14 @@ std::vector<Opt> candidate_actions(const UOp& sink, const Target& t) {
       if (a.size <= 32) add(OptOp::UNROLL, {a.size});
       add(OptOp::LANES, {4, 8, 16});
       if (t.gpu()) add(OptOp::GROUP, {4, 8, 16, 32, 64});
+      if (t.gpu()) add(OptOp::TC, {0});
     }
   }
+  if (t.gpu())
+    for (const UOp& u : sink.toposort())
+      if (u.op() == Op::DEFINE_GLOBAL &&
+          std::none_of(out.begin(), out.end(), [&](const Opt& o) { return o.op == OptOp::STAGE && o.axis == u.arg_as<int64_t>(); }))
+        out.push_back({OptOp::STAGE, u.arg_as<int64_t>(), 0});
   return out;
 }
 
@@ -56,6 +62,8 @@ std::vector<Opt> beam_search(const UOp& sink, const Target& t, const BeamOptions
         try {
           k = apply_opt(c.kernel, a, t);
         } catch (const OptError&) { continue; }
+        // tf32 rounds float32 inputs: asked for by hand only, never searched.
+        if (a.op == OptOp::TC && kernel_tensor_core(k)->rounds_inputs) continue;
         if (!seen.insert(k.key()).second) continue;
         std::vector<Opt> opts = c.opts;
         opts.push_back(a);

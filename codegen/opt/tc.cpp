@@ -1,5 +1,5 @@
 // TC: a kernel's reduction onto a tensor core (codegen/tensor_core.h). The reduction must be a sum of
-// products of two half or bfloat16 values, A moving along an output axis m that B does not move
+// products of two half or bfloat16 values (or float32 ones, for NVIDIA's tf32 instruction), A moving along an output axis m that B does not move
 // along, B along an output axis n that A does not: C[m, n] = sum_k A[m, k] * B[k, n]. With the
 // tensor core's shape M x N x K:
 //   m = m' * M + (row),  n = n' * N + (col),  k = k' * K + (the k inside the instruction)
@@ -25,18 +25,19 @@ bool depends(const UOp& x, const UOp& r) {
 
 bool tc_input(const UOp& x) { return x.dtype().scalar == ScalarType::Half || x.dtype().scalar == ScalarType::BFloat16; }
 
-// An operand of the product as the tensor core takes it: half or bfloat16, through a widening CAST.
+// An operand of the product as the tensor core takes it: half or bfloat16 (through a widening CAST or
+// not), or float32 (tf32 instructions).
 UOp tc_operand(const UOp& x) {
   if (x.op() == Op::CAST && tc_input(x.src(0)) && x.dtype().is_float()) return x.src(0);
-  return tc_input(x) ? x : UOp();
+  return tc_input(x) || x.dtype() == dtypes::float32 ? x : UOp();
 }
 
 }  // namespace
 
-bool has_tensor_core(const UOp& sink) {
+const TensorCore* kernel_tensor_core(const UOp& sink) {
   for (const UOp& u : sink.toposort())
-    if (u.op() == Op::WMMA) return true;
-  return false;
+    if (u.op() == Op::WMMA) return find_tensor_core(u.arg_as<std::string>());
+  return nullptr;
 }
 
 std::vector<const TensorCore*> tensor_cores_for(const Target& t, ScalarType input) {
@@ -74,7 +75,7 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
   }
   UOp p0 = x.op() == Op::MUL ? tc_operand(x.src(0)) : UOp(), p1 = x.op() == Op::MUL ? tc_operand(x.src(1)) : UOp();
   if (!p0 || !p1 || p0.dtype() != p1.dtype())
-    throw refuse("tensor cores sum products of two half or bfloat16 values; this reduction sums " + std::string(op_name(x.op())) + " of " +
+    throw refuse("tensor cores sum products of two half, bfloat16 or float values; this reduction sums " + std::string(op_name(x.op())) + " of " +
                  x.dtype().name());
   auto cores = tensor_cores_for(t, p0.dtype().scalar);
   if (cores.empty()) throw refuse(std::string(t.name) + " has no tensor core for " + p0.dtype().name() + " inputs");

@@ -206,8 +206,10 @@ class Generator {
     UOp s = sink;
     for (int tries = 0; tries < 12 && out.size() < 4; ++tries) {
       auto axes = codegen::opt::kernel_axes(s);
-      Opt o{static_cast<OptOp>(pick(0, 7)), axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id, kAmounts[pick(0, 5)]};
+      Opt o{static_cast<OptOp>(pick(0, 9)), axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id, kAmounts[pick(0, 5)]};
       if (o.op == OptOp::SWAP) o.amount = axes[static_cast<size_t>(pick(0, static_cast<int64_t>(axes.size()) - 1))].id;
+      if (o.op == OptOp::TC) o.amount = 0;
+      if (o.op == OptOp::STAGE) o.axis = pick(1, 2), o.amount = 0;  // a buffer slot
       try {
         s = codegen::opt::apply_opt(s, o, t);
         out.push_back(o);
@@ -372,7 +374,8 @@ std::string tc_matmul(const char* in, const char* out, int64_t m, int64_t n, int
   std::string ld_a = "LOAD:" + std::string(in) + "(INDEX:" + in + "*(a, i*" + std::to_string(k) + " + k))";
   std::string ld_b = "LOAD:" + std::string(in) + "(INDEX:" + in + "*(b, " +
                      (b_transposed ? "j*" + std::to_string(k) + " + k" : "k*" + std::to_string(n) + " + j") + "))";
-  std::string prod = std::string(out) == "float" ? "CAST:float(" + ld_a + ") * CAST:float(" + ld_b + ")" : ld_a + " * " + ld_b;
+  bool widen = std::string(out) == "float" && std::string(in) != "float";
+  std::string prod = widen ? "CAST:float(" + ld_a + ") * CAST:float(" + ld_b + ")" : ld_a + " * " + ld_b;
   s << "c = DEFINE_GLOBAL:" << out << "* {0}\na = DEFINE_GLOBAL:" << in << "* {1}\nb = DEFINE_GLOBAL:" << in << "* {2}\n";
   s << "bias = DEFINE_GLOBAL:" << out << "* {3}\n";
   s << "i = RANGE(" << m << ") {0, GLOBAL}\nj = RANGE(" << n << ") {1, GLOBAL}\nk = RANGE(" << k << ") {2, REDUCE}\n";
@@ -442,6 +445,20 @@ TEST_CASE("opt: TC runs a matmul's reduction on the tensor cores, with the same 
     }
   }
   CHECK(ran >= 28);
+
+  // float32 inputs on NVIDIA's tf32 instruction, asked for by hand (small integers are exact in tf32).
+  auto nv = drivers::open_device("emu:nv");
+  std::string text = tc_matmul("float", "float", 32, 32, 32, false, true);
+  auto in = tc_inputs(ir::dtypes::float32, ir::dtypes::float32, 32, 32, 32, 12);
+  auto want = test::run_on(*cpu, text, in, {});
+  for (std::vector<Opt> opts : {std::vector<Opt>{{OptOp::TC, 2, 0}}, {{OptOp::TC, 2, 0}, {OptOp::UPCAST, 1, 2}, {OptOp::UNROLL, 2, 2}}}) {
+    CAPTURE(codegen::opt::opts_text(opts));
+    const codegen::TensorCore* tc =
+        codegen::opt::kernel_tensor_core(codegen::opt::apply_opts(ir::parse(text), opts, codegen::find_target(nv->target())));
+    REQUIRE(tc);
+    CHECK(tc->rounds_inputs);
+    CHECK(test::run_on(*nv, text, in, {}, opts)[0] == want[0]);
+  }
 }
 
 TEST_CASE("opt: TC compiles to each target's matrix instruction") {
@@ -459,13 +476,41 @@ TEST_CASE("opt: TC compiles to each target's matrix instruction") {
     }
 }
 
+TEST_CASE("opt: the heuristics put half and bfloat16 matmuls on the tensor cores, and never float32 ones (tf32 rounds them)") {
+  for (const char* t : {"gfx1100", "gfx942", "sm_80", "sm_90"})
+    for (const char* in : {"half", "bfloat16"}) {
+      CAPTURE(t);
+      CAPTURE(in);
+      auto o = codegen::opt::heuristic_opts(ir::parse(tc_matmul(in, "float", 64, 64, 64, false, true)), target(t));
+      REQUIRE(!o.empty());
+      CHECK(o[0].op == OptOp::TC);
+    }
+  for (const char* t : {"sm_80", "sm_90", "x86", "gfx1201"}) {
+    CAPTURE(t);
+    for (const Opt& o : codegen::opt::heuristic_opts(ir::parse(tc_matmul("float", "float", 64, 64, 64, false, true)), target(t)))
+      CHECK(o.op != OptOp::TC);
+    for (const Opt& o : codegen::opt::heuristic_opts(ir::parse(tc_matmul("half", "float", 64, 64, 64, false, true)), target("gfx1201")))
+      CHECK(o.op != OptOp::TC);
+  }
+}
+
 TEST_CASE("opt: TC refusals name the reason") {
   std::string half_mm = tc_matmul("half", "float", 32, 32, 32, false, false);
   refused(half_mm.c_str(), {{OptOp::TC, 2, 0}}, "x86", "x86 has no tensor cores");
   refused(half_mm.c_str(), {{OptOp::TC, 0, 0}}, "gfx1100", "TC takes the reduce axis");
   refused(half_mm.c_str(), {{OptOp::TC, 2, 1}}, "gfx1100", "choose 0..0");
   refused(half_mm.c_str(), {{OptOp::TC, 2, 0}}, "gfx1201", "gfx1201 has no tensor core for half inputs");
-  refused(kMatmul, {{OptOp::TC, 2, 0}}, "sm_90", "tensor cores sum products of two half or bfloat16 values; this reduction sums MUL of float");
+  refused(kMatmul, {{OptOp::TC, 2, 0}}, "gfx1100", "gfx1100 has no tensor core for float inputs");
+  refused(tc_matmul("half", "half", 32, 32, 32, false, false).c_str(), {{OptOp::TC, 2, 0}}, "x86", "x86 has no tensor cores");
+  const char* max_mm = R"(c = DEFINE_GLOBAL:float* {0}
+a = DEFINE_GLOBAL:half* {1}
+b = DEFINE_GLOBAL:half* {2}
+i = RANGE(32) {0, GLOBAL}
+j = RANGE(32) {1, GLOBAL}
+k = RANGE(32) {2, REDUCE}
+SINK(END(STORE(INDEX:float*(c, i*32 + j), REDUCE:float(CAST:float(LOAD:half(INDEX:half*(a, i*32 + k))) + CAST:float(LOAD:half(INDEX:half*(b, k*32 + j))), k) {ADD}), i, j))
+)";
+  refused(max_mm, {{OptOp::TC, 2, 0}}, "gfx1100", "this reduction sums ADD of float");
   refused(tc_matmul("half", "float", 24, 32, 32, false, false).c_str(), {{OptOp::TC, 2, 0}}, "gfx1100", "PADTO them to multiples first");
   refused(tc_matmul("half", "float", 32, 32, 24, false, false).c_str(), {{OptOp::TC, 2, 0}}, "sm_90", "24 is not a multiple");
   refused(half_mm.c_str(), {{OptOp::TC, 2, 0}, {OptOp::TC, 2, 0}}, "sm_90", "already runs on a tensor core");
@@ -474,4 +519,92 @@ TEST_CASE("opt: TC refusals name the reason") {
   // PADTO first makes a shape fit: 24 rows padded to 32 run on the tensor core, the padding masked.
   CHECK(codegen::opt::has_tensor_core(
       apply(tc_matmul("half", "float", 24, 32, 32, false, false).c_str(), {{OptOp::PADTO, 0, 16}, {OptOp::TC, 2, 0}}, "gfx1100")));
+}
+
+TEST_CASE("opt: STAGE copies a buffer's tiles into workgroup memory once per workgroup, with the same bits, on both GPU emulators") {
+  const char* matmul = R"(c = DEFINE_GLOBAL:float* {0}
+a = DEFINE_GLOBAL:float* {1}
+b = DEFINE_GLOBAL:float* {2}
+i = RANGE(32) {0, GLOBAL}
+j = RANGE(24) {1, GLOBAL}
+k = RANGE(36) {2, REDUCE}
+acc = REDUCE:float(LOAD:float(INDEX:float*(a, i*36 + k)) * LOAD:float(INDEX:float*(b, k*24 + j)), k) {ADD}
+SINK(END(STORE(INDEX:float*(c, i*24 + j), acc), i, j))
+)";
+  // A 1-D convolution over channels and taps: two reduce axes, and an input index that is a sum.
+  const char* conv = R"(out = DEFINE_GLOBAL:float* {0}
+x = DEFINE_GLOBAL:float* {1}
+w = DEFINE_GLOBAL:float* {2}
+o = RANGE(8) {0, GLOBAL}
+p = RANGE(30) {1, GLOBAL}
+ci = RANGE(6) {2, REDUCE}
+r = RANGE(3) {3, REDUCE}
+acc = REDUCE:float(LOAD:float(INDEX:float*(x, ci*32 + p + r)) * LOAD:float(INDEX:float*(w, o*18 + ci*3 + r)), ci, r) {ADD}
+SINK(END(STORE(INDEX:float*(out, o*30 + p), acc), o, p))
+)";
+  // An int32 max over a padded reduce axis: the padding's mask once made the simplifier rewrite the
+  // barrier's loop index inside it, in a loop.
+  const char* int_max = R"(out = DEFINE_GLOBAL:int32* {0}
+a = DEFINE_GLOBAL:int32* {1}
+b = DEFINE_GLOBAL:int32* {2}
+i = RANGE(32) {0, GLOBAL}
+k = RANGE(1) {1, REDUCE}
+SINK(END(STORE(INDEX:int32*(out, i), REDUCE:int32(LOAD:int32(INDEX:int32*(a, i*1 + k)) + LOAD:int32(INDEX:int32*(b, k)), k) {MAX}), i))
+)";
+  struct Case {
+    const char* text;
+    std::vector<size_t> elements;
+    std::vector<Opt> opts;
+    ir::DType dtype = ir::dtypes::float32;
+  };
+  const std::vector<Case> cases = {
+      {matmul, {32 * 24, 32 * 36, 36 * 24}, {{OptOp::LOCAL, 0, 4}, {OptOp::LOCAL, 1, 8}, {OptOp::STAGE, 1, 0}, {OptOp::STAGE, 2, 0}}},
+      // Register blocks and an unrolled reduction: each work-item copies several elements (a share axis).
+      {matmul,
+       {32 * 24, 32 * 36, 36 * 24},
+       {{OptOp::LOCAL, 0, 4}, {OptOp::LOCAL, 1, 4}, {OptOp::UPCAST, 1, 2}, {OptOp::UNROLL, 2, 4}, {OptOp::STAGE, 1, 0}, {OptOp::STAGE, 2, 0}}},
+      // 12 tile elements for 32 work-items: the extra ones copy nothing.
+      {matmul, {32 * 24, 32 * 36, 36 * 24}, {{OptOp::LOCAL, 0, 4}, {OptOp::LOCAL, 1, 8}, {OptOp::UNROLL, 2, 3}, {OptOp::STAGE, 1, 0}}},
+      // Padded axes: the padding's masked loads copy zeros.
+      {matmul,
+       {32 * 24, 32 * 36, 36 * 24},
+       {{OptOp::PADTO, 1, 32}, {OptOp::PADTO, 2, 64}, {OptOp::LOCAL, 1, 16}, {OptOp::UNROLL, 2, 8}, {OptOp::STAGE, 2, 0}}},
+      {conv,
+       {8 * 30, 6 * 32, 8 * 18},
+       {{OptOp::LOCAL, 1, 10}, {OptOp::LOCAL, 0, 2}, {OptOp::UNROLL, 3, 3}, {OptOp::STAGE, 1, 0}, {OptOp::STAGE, 2, 0}}},
+      {int_max, {32, 32, 1}, {{OptOp::LOCAL, 0, 4}, {OptOp::PADTO, 1, 3}, {OptOp::STAGE, 1, 0}, {OptOp::STAGE, 2, 0}}, ir::dtypes::int32},
+  };
+  auto cpu = drivers::open_device("cpu");
+  for (const char* name : {"emu:amd", "emu:nv"}) {
+    auto dev = drivers::open_device(name);
+    const codegen::Target& t = codegen::find_target(dev->target());
+    for (const Case& c : cases) {
+      CAPTURE(name);
+      CAPTURE(c.text);
+      CAPTURE(codegen::opt::opts_text(c.opts));
+      RandomKernel k{c.text, c.dtype, c.elements};
+      std::mt19937_64 rng(5);
+      auto in = inputs(k, rng);
+      auto want = test::run_on(*cpu, c.text, in, {});
+      auto got = test::run_on(*dev, c.text, in, {}, c.opts);
+      CHECK(got[0] == want[0]);
+      auto ck = codegen::compile(codegen::opt::apply_opts(ir::parse(c.text), c.opts, t), t);
+      CHECK(ck->kernel.shared_bytes > 0);
+    }
+  }
+  const char* stores_a = R"(a = DEFINE_GLOBAL:float* {0}
+i = RANGE(32) {0, GLOBAL}
+k = RANGE(8) {1, REDUCE}
+SINK(END(STORE(INDEX:float*(a, i), REDUCE:float(LOAD:float(INDEX:float*(a, i*8 + k)), k) {ADD}), i))
+)";
+  refused(matmul, {{OptOp::LOCAL, 0, 4}, {OptOp::STAGE, 1, 0}}, "x86", "LOCAL is for GPU targets");
+  refused(matmul, {{OptOp::STAGE, 1, 0}}, "x86", "STAGE is for GPU targets");
+  refused(matmul, {{OptOp::STAGE, 1, 0}}, "gfx1100", "the workgroup has one work-item");
+  refused(matmul, {{OptOp::LOCAL, 0, 4}, {OptOp::STAGE, 0, 0}}, "gfx1100", "the kernel stores to buffer 0");
+  refused(matmul, {{OptOp::LOCAL, 0, 4}, {OptOp::STAGE, 1, 0}, {OptOp::STAGE, 1, 0}}, "sm_90", "buffer 1 is staged already");
+  refused(matmul, {{OptOp::LOCAL, 0, 4}, {OptOp::STAGE, 1, 0}, {OptOp::UNROLL, 2, 4}}, "sm_90", "STAGE goes after every other action");
+  refused(matmul, {{OptOp::LOCAL, 0, 4}, {OptOp::STAGE, 1, 2}}, "sm_90", "STAGE's amount is 0");
+  refused(matmul, {{OptOp::LOCAL, 0, 4}, {OptOp::GROUP, 2, 4}, {OptOp::STAGE, 1, 0}}, "sm_90", "already share work");
+  refused(stores_a, {{OptOp::LOCAL, 0, 4}, {OptOp::STAGE, 0, 0}}, "sm_90", "the kernel stores to buffer 0");
+  refused(conv, {{OptOp::LOCAL, 1, 2}, {OptOp::STAGE, 5, 0}}, "sm_90", "no load of buffer 5 changes with a reduce axis");
 }

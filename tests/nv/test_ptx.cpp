@@ -1653,3 +1653,57 @@ $END:
     CHECK(r.fault->message.find("32 lanes") != std::string::npos);
   }
 }
+
+TEST_CASE("PTX instructions: mma.sync m16n8k8 tf32 reads 19 bits of each float in the PTX ISA's fragment layout") {
+  // A (16 x 8): a0 at (g, t), a1 at (g + 8, t), a2 and a3 four columns on; B (8 x 8): b0 at (t, g), b1
+  // at (t + 4, g); C and D as for m16n8k16. The low 13 mantissa bits of A and B are not read.
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  float a[16][8], b[8][8], c[16][8];
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) a[i][j] = u(rng), c[i][j] = u(rng);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) b[i][j] = u(rng);
+  std::vector<float> in(32 * 12), out(32 * 4, 0);
+  for (int l = 0; l < 32; ++l) {
+    int g = l / 4, t = l % 4;
+    for (int r = 0; r < 4; ++r) in[l * 12 + r] = a[g + 8 * (r % 2)][t + 4 * (r / 2)];
+    for (int r = 0; r < 2; ++r) in[l * 12 + 4 + r] = b[t + 4 * r][g];
+    for (int r = 0; r < 4; ++r) in[l * 12 + 8 + r] = c[g + 8 * (r / 2)][2 * t + r % 2];
+  }
+  Text tx;
+  uint64_t pi = tx.gpu.map(in.data(), in.size() * 4, false), po = tx.gpu.map(out.data(), out.size() * 4);
+  prepare(tx, kHead + R"(.visible .entry mm(.param .u64 i, .param .u64 o)
+{
+  .reg .b32 %r<20>;
+  .reg .f32 %f<10>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [i];
+  ld.param.u64 %rd2, [o];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 48;
+  add.s64 %rd3, %rd1, %rd3;
+  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
+  ld.global.v2.u32 {%r6, %r7}, [%rd3+16];
+  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd3+32];
+  mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f5, %f6, %f7, %f8}, {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f1, %f2, %f3, %f4};
+  mul.wide.u32 %rd4, %r1, 16;
+  add.s64 %rd4, %rd2, %rd4;
+  st.global.v4.f32 [%rd4], {%f5, %f6, %f7, %f8};
+  ret;
+}
+)",
+          {pi, po}, {1, 1, 1}, {32, 1, 1});
+  nv::PtxRunResult r = run(tx);
+  if (r.fault) FAIL(r.fault->message);
+  auto tf32 = [](float f) { return double{std::bit_cast<float>(std::bit_cast<uint32_t>(f) & 0xffffe000u)}; };
+  int wrong = 0;
+  for (int l = 0; l < 32; ++l)
+    for (int e = 0; e < 4; ++e) {
+      int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + e % 2;
+      double want = c[row][col];
+      for (int k = 0; k < 8; ++k) want += tf32(a[row][k]) * tf32(b[k][col]);
+      wrong += out[l * 4 + e] != static_cast<float>(want);
+    }
+  CHECK(wrong == 0);
+}

@@ -298,19 +298,28 @@ inline uint32_t member_mask(Warp& w, const Inst& in, uint32_t m) {
 // and 8 on, column g; C's and D's c0..c3 are (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
 // The products are exact; each element's 16 products and C are summed in double and rounded to float
 // once (the hardware's order is not documented: sums that are not exact can differ in the last bit).
+//
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: A 16x8, B 8x8, one tf32 per register (a
+// float32 whose low 13 mantissa bits are not read): a0 at (g, t), a1 at (g + 8, t), a2 and a3 four
+// columns on; b0 at (t, g), b1 four rows on; C and D as above.
 void mma(Warp& w, const Inst& in, uint32_t m) {
   if (m != 0xffffffffu) illegal(w, in, -1, "mma.sync needs the warp's 32 lanes together (" + std::to_string(__builtin_popcount(m)) + " arrived)");
   double (*elem)(uint64_t) = in.type == T::BF16 ? &fp::bf16_to_double : &fp::half_to_double;
+  const bool tf32 = in.type == T::B32;
+  const int kk = tf32 ? 8 : 16;
   double a[16][16], b[16][8], c[16][8];
+  auto tf32_of = [](uint64_t bits) { return double{std::bit_cast<float>(static_cast<uint32_t>(bits) & 0xffffe000u)}; };
   for (int l = 0; l < 32; ++l) {
     const int g = l / 4, t = l % 4;
-    for (int r = 0; r < 4; ++r)
-      for (int h = 0; h < 2; ++h) {
-        const uint64_t bits = slot(w, in.frag[4 + r])[l] >> (16 * h);
-        a[g + 8 * (r % 2)][2 * t + h + 8 * (r / 2)] = elem(bits);
-      }
-    for (int r = 0; r < 2; ++r)
-      for (int h = 0; h < 2; ++h) b[2 * t + h + 8 * r][g] = elem(slot(w, in.frag[8 + r])[l] >> (16 * h));
+    if (tf32) {
+      for (int r = 0; r < 4; ++r) a[g + 8 * (r % 2)][t + 4 * (r / 2)] = tf32_of(slot(w, in.frag[4 + r])[l]);
+      for (int r = 0; r < 2; ++r) b[t + 4 * r][g] = tf32_of(slot(w, in.frag[8 + r])[l]);
+    } else {
+      for (int r = 0; r < 4; ++r)
+        for (int h = 0; h < 2; ++h) a[g + 8 * (r % 2)][2 * t + h + 8 * (r / 2)] = elem(slot(w, in.frag[4 + r])[l] >> (16 * h));
+      for (int r = 0; r < 2; ++r)
+        for (int h = 0; h < 2; ++h) b[2 * t + h + 8 * r][g] = elem(slot(w, in.frag[8 + r])[l] >> (16 * h));
+    }
     for (int r = 0; r < 4; ++r) c[g + 8 * (r / 2)][2 * t + r % 2] = std::bit_cast<float>(static_cast<uint32_t>(slot(w, in.frag[10 + r])[l]));
   }
   uint32_t d[4][32];
@@ -319,7 +328,7 @@ void mma(Warp& w, const Inst& in, uint32_t m) {
     for (int r = 0; r < 4; ++r) {
       const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
       double sum = c[row][col];
-      for (int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+      for (int k = 0; k < kk; ++k) sum += a[row][k] * b[k][col];
       d[r][l] = std::bit_cast<uint32_t>(static_cast<float>(sum));
     }
   }

@@ -1810,15 +1810,20 @@ class Parser {
     bind(in, op, true);
   }
 
-  // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}.
+  // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 and
+  // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}. The
+  // instruction's input type is kept in `type`, B32 standing for tf32 (which has no T of its own).
   void mma(Inst& in, std::string_view, Mods& m, const std::vector<Opd>& ops, std::string_view op) {
     const int line = in.line;
     if (!m.take("sync") || !m.take("aligned")) fail(line, "mma needs .sync.aligned");
-    if (!m.take("m16n8k16") || !m.take("row") || !m.take("col")) fail(line, "only mma.sync.aligned.m16n8k16.row.col is supported");
-    const T d = m.type(), a = m.type(), b = m.type(), c = m.type();
+    const bool k8 = m.take("m16n8k8");
+    if ((!k8 && !m.take("m16n8k16")) || !m.take("row") || !m.take("col"))
+      fail(line, "only mma.sync.aligned.m16n8k16.row.col and m16n8k8.row.col are supported");
+    const bool tf32 = m.take("tf32") && m.take("tf32");
+    const T d = m.type(), a = tf32 ? T::B32 : m.type(), b = tf32 ? T::B32 : m.type(), c = m.type();
     m.done();
-    if (d != T::F32 || c != T::F32 || a != b || (a != T::F16 && a != T::BF16))
-      fail(line, std::string(op) + ": only .f32 results from .f16 or .bf16 inputs are supported");
+    if (d != T::F32 || c != T::F32 || a != b || (k8 ? !tf32 : a != T::F16 && a != T::BF16))
+      fail(line, std::string(op) + ": only .f32 results from .f16 or .bf16 inputs (m16n8k16) or .tf32 ones (m16n8k8) are supported");
     arity(ops, 4, op, line);
     const size_t sizes[4] = {4, 4, 2, 4};
     for (int i = 0; i < 4; ++i)
