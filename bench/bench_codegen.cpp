@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
               codegen::builtin_kernels().size(), targets.size(), reps);
   for (const std::string& tn : targets) {
     const codegen::Target& t = codegen::find_target(tn);
-    double codegen_us = 0, llvm_ms = 0;
+    double codegen_us = 0, llvm_ms = 0, machine_ms = 0, parse_ms = 0, opt_ms = 0, emit_ms = 0;
     int kernels = 0;
     for (const codegen::BuiltinKernel& e : codegen::builtin_kernels()) {
       if (e.gpu_only && !t.gpu()) continue;
@@ -39,13 +39,18 @@ int main(int argc, char** argv) {
       double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / reps;
       auto t1 = Clock::now();
       int llvm_reps = 3;
-      for (int r = 0; r < llvm_reps; ++r) codegen::compile_llvm_ir(ir_text, t);
+      for (int r = 0; r < llvm_reps; ++r) {
+        codegen::LlvmOutput o = codegen::compile_llvm_ir(ir_text, t);
+        machine_ms += o.machine_ms / llvm_reps, parse_ms += o.parse_ms / llvm_reps, opt_ms += o.opt_ms / llvm_reps, emit_ms += o.emit_ms / llvm_reps;
+      }
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count() / llvm_reps;
       std::printf("codegen_us[%s,%s]: %.1f\nllvm_ms[%s,%s]: %.2f\n", e.name.c_str(), tn.c_str(), us, e.name.c_str(), tn.c_str(), ms);
       codegen_us += us, llvm_ms += ms, ++kernels;
     }
     std::printf("codegen_us_per_kernel[%s]: %.1f us\n", tn.c_str(), codegen_us / kernels);
     std::printf("llvm_ms_per_kernel[%s]: %.2f ms\n", tn.c_str(), llvm_ms / kernels);
+    std::printf("llvm_phase_ms_per_kernel[%s]: machine %.2f, parse+verify %.2f, opt %.2f, isel+emit %.2f\n", tn.c_str(), machine_ms / kernels,
+                parse_ms / kernels, opt_ms / kernels, emit_ms / kernels);
   }
   // A chain of n dependent ops on one loaded value: v = v * c + x (float) or v = (v * c) ^ x (int32).
   auto chain = [](int n, const std::string& type) {

@@ -35,6 +35,7 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -170,7 +171,14 @@ std::string target_features(const Target& t) {
 }
 
 LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOptions& o) {
+  LlvmOutput out;
+  auto since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto t0 = std::chrono::steady_clock::now();
   auto tm = make_machine(t, o.opt_level);
+  out.machine_ms = since(t0);
+  t0 = std::chrono::steady_clock::now();
   llvm::LLVMContext ctx;
   llvm::SMDiagnostic diag;
   std::string layout = tm->createDataLayout().getStringRepresentation();
@@ -182,6 +190,8 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
     llvm::raw_string_ostream os(msg);
     if (llvm::verifyModule(*mod, &os)) throw Error("internal: the generated LLVM IR is invalid: " + msg);
   }
+  out.parse_ms = since(t0);
+  t0 = std::chrono::steady_clock::now();
   if (o.opt_level > 0) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -208,6 +218,8 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
     mpm.run(*mod, mam);
   }
+  out.opt_ms = since(t0);
+  t0 = std::chrono::steady_clock::now();
   auto emit = [&](llvm::Module& m, llvm::CodeGenFileType kind) {
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
@@ -216,9 +228,9 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
     pm.run(m);
     return std::string(buf.begin(), buf.end());
   };
-  LlvmOutput out;
   if (t.arch == Arch::NVPTX) {
     out.assembly = emit(*mod, llvm::CodeGenFileType::AssemblyFile);
+    out.emit_ms = since(t0);
     return out;
   }
   if (o.want_assembly) {
@@ -227,6 +239,7 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
   }
   std::string obj = emit(*mod, llvm::CodeGenFileType::ObjectFile);
   out.object.assign(obj.begin(), obj.end());
+  out.emit_ms = since(t0);
   return out;
 }
 

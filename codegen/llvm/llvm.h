@@ -13,6 +13,9 @@ namespace ugpu::codegen {
 struct LlvmOutput {
   std::vector<uint8_t> object;  // ELF relocatable (x86, AMDGPU); empty for NVPTX
   std::string assembly;         // NVPTX: the PTX text; others: LLVM's assembly printer output
+  // Where the time went: the target machine, parsing and verifying the IR, the optimization
+  // pipeline, and instruction selection to the object (or PTX).
+  double machine_ms = 0, parse_ms = 0, opt_ms = 0, emit_ms = 0;
 };
 
 struct LlvmOptions {

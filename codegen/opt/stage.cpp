@@ -39,7 +39,8 @@ bool staged(const UOp& sink) {
   return false;
 }
 
-UOp apply_stage(const UOp& sink, const std::vector<Axis>& axes, int64_t slot, const Target& t, const std::function<OptError(const std::string&)>& refuse) {
+UOp apply_stage(const UOp& sink, const std::vector<Axis>& axes, int64_t slot, const Target& t,
+                const std::function<OptError(const std::string&)>& refuse) {
   if (!t.gpu()) throw refuse(std::string(t.name) + " has no workgroup memory shared by work-items running side by side; STAGE is for GPU targets");
   int64_t next_local = 0;
   for (const UOp& u : sink.toposort()) {
@@ -95,12 +96,14 @@ UOp apply_stage(const UOp& sink, const std::vector<Axis>& axes, int64_t slot, co
         if (term == r) return std::abs(c);
       return INT64_MAX;  // not a plain term: outermost
     };
-    std::stable_sort(tile.begin(), tile.end(), [&](const UOp& a, const UOp& b) { return step(a) > step(b); });
+    auto id = [](const UOp& r) { return r.arg_as<RangeArg>().axis; };
+    std::sort(tile.begin(), tile.end(), [&](const UOp& a, const UOp& b) { return step(a) != step(b) ? step(a) > step(b) : id(a) < id(b); });
     int64_t elems = 1;
     for (const UOp& r : tile) elems *= r.src(0).const_int();
     bytes += (elems * u.dtype().itemsize() + 15) / 16 * 16;
     if (bytes > t.max_shared_bytes)
-      throw refuse("the tiles take " + std::to_string(bytes) + " bytes of workgroup memory; " + std::string(t.name) + " has " + std::to_string(t.max_shared_bytes));
+      throw refuse("the tiles take " + std::to_string(bytes) + " bytes of workgroup memory; " + std::string(t.name) + " has " +
+                   std::to_string(t.max_shared_bytes));
 
     // e = w + W * s numbers the elements; each work-item copies ceil(elems / W) of them.
     auto c = [](int64_t v) { return UOp::const_int(dtypes::index, v); };
