@@ -176,7 +176,13 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   auto t0 = std::chrono::steady_clock::now();
-  auto tm = make_machine(t, o.opt_level);
+  // One target machine per thread, target and level, kept: LLVM builds a subtarget (instruction,
+  // register and legalizer tables) the first time a machine compiles a function, which on AMDGPU
+  // cost more than the rest of a small kernel's compile. A machine is used by one thread at a time.
+  thread_local std::map<std::pair<const Target*, int>, std::unique_ptr<llvm::TargetMachine>> machines;
+  std::unique_ptr<llvm::TargetMachine>& slot = machines[{&t, o.opt_level}];
+  if (!slot) slot = make_machine(t, o.opt_level);
+  llvm::TargetMachine* tm = slot.get();
   out.machine_ms = since(t0);
   t0 = std::chrono::steady_clock::now();
   llvm::LLVMContext ctx;
@@ -206,7 +212,7 @@ LlvmOutput compile_llvm_ir(const std::string& ir, const Target& t, const LlvmOpt
     pto.LoopUnrolling = t.gpu();
     pto.LoopVectorization = true;
     pto.SLPVectorization = true;
-    llvm::PassBuilder pb(tm.get(), pto);
+    llvm::PassBuilder pb(tm, pto);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
