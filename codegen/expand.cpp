@@ -81,10 +81,63 @@ UOp expand_end(const UOp& end) {
   return UOp::make(Op::END, end.dtype(), src, end.arg());
 }
 
+// One vector of n lanes from n isomorphic scalar trees: an elementwise op of vectors of their
+// sources, down to the leaves, which become VECTORIZE (consecutive loads of it become one vector
+// load in vectorize_memory; a leaf the same in every lane is a splat). Only float32/float64
+// arithmetic and conversions to it go into vectors; anything else is a leaf.
+UOp vectorize_lanes(const std::vector<UOp>& xs) {
+  const UOp& x = xs[0];
+  auto n = static_cast<uint16_t>(xs.size());
+  bool same = std::all_of(xs.begin(), xs.end(), [&](const UOp& y) {
+    return y.op() == x.op() && y.dtype() == x.dtype() && y.arg() == x.arg() && y.src().size() == x.src().size();
+  });
+  bool vector_op = x.op() == Op::ADD || x.op() == Op::MUL || x.op() == Op::SUB || x.op() == Op::NEG || x.op() == Op::FMA;
+  bool flt = x.dtype() == dtypes::float32 || x.dtype() == dtypes::float64;
+  // A conversion to float32/float64 from an integer, half or float type (bfloat16 and bool convert
+  // through scalar code in the renderer).
+  bool vector_cast = x.op() == Op::CAST && flt && !x.src(0).dtype().is_bool() && x.src(0).dtype().scalar != ScalarType::BFloat16 &&
+                     !x.src(0).dtype().is_index() && x.src(0).dtype().count == 1;
+  if (same &&
+      ((vector_op && flt && std::all_of(x.src().begin(), x.src().end(), [&](const UOp& s) { return s.dtype() == x.dtype(); })) || vector_cast)) {
+    std::vector<UOp> src;
+    for (size_t i = 0; i < x.src().size(); ++i) {
+      std::vector<UOp> lane_src;
+      for (const UOp& y : xs) lane_src.push_back(y.src(i));
+      src.push_back(vectorize_lanes(lane_src));
+    }
+    return UOp::make(x.op(), x.dtype().vec(n), src, x.arg());
+  }
+  return UOp::make(Op::VECTORIZE, x.dtype().vec(n), xs);
+}
+
+// LANES (codegen/opt): REDUCE(REDUCE(x, outer...), lane) with `lane` unrolled, a float sum: the n
+// partial sums are one vector accumulator, REDUCE(vector of x's lanes, outer...), added up at the end.
+UOp vector_lanes(const UOp& red, const Split& s) {
+  const UOp& inner = red.src(0);
+  DType dt = red.dtype();
+  int64_t n = axis_size(s.first);
+  if (red.arg_as<Op>() != Op::ADD || inner.op() != Op::REDUCE || inner.arg_as<Op>() != Op::ADD || inner.dtype() != dt || n < 2 || n > 16 ||
+      (n & (n - 1)) != 0 || (dt != dtypes::float32 && dt != dtypes::float64) || closes(inner, s.first))
+    return {};
+  std::vector<UOp> src{vectorize_lanes(copies(inner.src(0), s.first))};
+  src.insert(src.end(), inner.src().begin() + 1, inner.src().end());
+  UOp vec = UOp::make(Op::REDUCE, dt.vec(static_cast<uint16_t>(n)), src, Op::ADD);
+  UOp acc;
+  for (int64_t l = 0; l < n; ++l) {
+    UOp v = UOp::make(Op::GEP, dt, {vec}, Ints{l});
+    acc = acc ? acc + v : v;
+  }
+  if (s.rest.empty()) return acc;
+  std::vector<UOp> out{acc};
+  out.insert(out.end(), s.rest.begin(), s.rest.end());
+  return UOp::make(Op::REDUCE, dt, out, red.arg());
+}
+
 // Half and bfloat16 sums and products of the copies are formed in float, like their accumulators.
 UOp expand_reduce(const UOp& red) {
   auto s = split_ranges(red);
   if (!s) return {};
+  if (UOp v = vector_lanes(red, *s)) return v;
   Op op = red.arg_as<Op>();
   DType dt = red.dtype();
   bool widen = op != Op::MAX && (dt.scalar == ScalarType::Half || dt.scalar == ScalarType::BFloat16);

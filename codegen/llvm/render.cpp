@@ -42,8 +42,9 @@ std::string scalar_type(DType t) {
   }
 }
 
-// Intrinsic name suffix: f32, f64, f16, bf16, i32 ...
+// Intrinsic name suffix: f32, f64, f16, bf16, i32 ..., v16f32 for vectors.
 std::string suffix(DType t) {
+  if (t.count > 1) return "v" + std::to_string(t.count) + suffix(t.element());
   switch (t.scalar) {
     case ScalarType::Half: return "f16";
     case ScalarType::BFloat16: return "bf16";

@@ -11,6 +11,9 @@
 //      so each loaded value serves several outputs; the contiguous one first, so its loads and stores
 //      become vectors. A matmul's block is 4x4 on GPUs and half the vector registers on the CPU (16x16
 //      floats in 16 zmm registers with AVX-512, 8x8 in 8 ymm with AVX2).
+//      On the CPU, when the loads are contiguous along the reduction and along no output axis (x @
+//      W^T, matrix-vector products), vector accumulators along the reduction instead (LANES, a
+//      register wide) and a 4x4 block; nothing else.
 //   3. The innermost reduce axis is UNROLLed: fully when short, else by 4.
 //   4. Nothing upcast yet (elementwise kernels): the axis contiguous in the stores by 4, for vector
 //      accesses.
@@ -19,6 +22,7 @@
 #include <algorithm>
 
 #include "codegen/opt/opt.h"
+#include "codegen/passes.h"
 
 namespace ugpu::codegen::opt {
 using namespace ir;
@@ -62,6 +66,43 @@ const Axis* last_reduce(const std::vector<Axis>& axes) {
   return r;
 }
 
+bool lanes_along_reduction(Chooser& c, const std::vector<Axis>& axes, const Target& t) {
+  const int64_t lanes = t.vector_bytes() / 4;
+  if (lanes < 4) return false;
+  // Each reduction's innermost reduce axis (a fused kernel may have several reductions).
+  std::vector<const Axis*> inner;
+  for (const UOp& u : c.kernel().toposort()) {
+    if (u.op() != Op::REDUCE) continue;
+    if (u.arg_as<Op>() != Op::ADD || (u.dtype() != dtypes::float32 && u.dtype() != dtypes::float64)) return false;
+    const Axis* r = nullptr;
+    for (const Axis& a : axes)
+      if (a.type == AxisType::REDUCE && closes(u, a.range)) r = &a;
+    if (!r || r->size < 0 || r->size % lanes != 0 || r->size / lanes < 2) return false;
+    if (std::find(inner.begin(), inner.end(), r) == inner.end()) inner.push_back(r);
+  }
+  if (inner.empty()) return false;
+  std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
+  bool along_reduce = false;
+  for (const Access& x : acc) {
+    if (x.store) continue;
+    for (const Axis* r : inner) along_reduce |= x.stride[static_cast<size_t>(r - axes.data())] == 1;
+    for (size_t k = 0; k < axes.size(); ++k)
+      if (is_output(axes[k].type) && x.stride[k] == 1) return false;
+  }
+  if (!along_reduce) return false;
+  for (const Axis* r : inner)
+    if (!c.apply({OptOp::LANES, r->id, lanes})) return false;
+  int blocked = 0;
+  std::vector<Axis> now = kernel_axes(c.kernel());
+  std::vector<Access> acc2 = kernel_accesses(c.kernel(), now);
+  for (size_t k = now.size(); k-- > 0 && blocked < 2;) {
+    if (!is_output(now[k].type) || now[k].size % 4 != 0) continue;
+    bool reuse = std::any_of(acc2.begin(), acc2.end(), [&](const Access& x) { return !x.store && x.stride[k] == 0; });
+    if (reuse && c.apply({OptOp::UPCAST, now[k].id, 4})) ++blocked;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
@@ -99,6 +140,11 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
       for (int64_t amt : outputs <= 2048 ? few : many)
         if (r->size % amt == 0 && r->size / amt >= 2 && c.apply({OptOp::GROUP, r->id, amt})) break;
   }
+
+  // 2a. CPU, a float sum whose loads are contiguous along the reduction and along no output axis
+  //     (x @ W^T, a matrix-vector product): vector accumulators along the reduction (LANES, one
+  //     register wide), and a 4x4 block of the output axes that some load does not move along.
+  if (!t.gpu() && reduces && lanes_along_reduction(c, axes, t)) return c.take();
 
   // 2. Register blocking: upcast output axes that some load does not move along.
   if (reduces) {

@@ -608,3 +608,35 @@ SINK(END(STORE(INDEX:float*(a, i), REDUCE:float(LOAD:float(INDEX:float*(a, i*8 +
   refused(stores_a, {{OptOp::LOCAL, 0, 4}, {OptOp::STAGE, 0, 0}}, "sm_90", "the kernel stores to buffer 0");
   refused(conv, {{OptOp::LOCAL, 1, 2}, {OptOp::STAGE, 5, 0}}, "sm_90", "no load of buffer 5 changes with a reduce axis");
 }
+
+TEST_CASE("opt: on the CPU, reductions contiguous in memory get vector accumulators (LANES), one register wide") {
+  // x @ W^T: both loads are contiguous along k and along no output axis.
+  const char* nt = R"(c = DEFINE_GLOBAL:float* {0}
+a = DEFINE_GLOBAL:float* {1}
+w = DEFINE_GLOBAL:float* {2}
+i = RANGE(32) {0, GLOBAL}
+j = RANGE(64) {1, GLOBAL}
+k = RANGE(256) {2, REDUCE}
+SINK(END(STORE(INDEX:float*(c, i*64 + j), REDUCE:float(LOAD:float(INDEX:float*(a, i*256 + k)) * LOAD:float(INDEX:float*(w, j*256 + k)), k) {ADD}), i, j))
+)";
+  const codegen::Target& x86 = target("x86");
+  int64_t lanes = x86.vector_bytes() / 4;
+  auto o = codegen::opt::heuristic_opts(ir::parse(nt), x86);
+  REQUIRE(!o.empty());
+  CHECK(o[0] == Opt{OptOp::LANES, 2, lanes});
+  // The lanes are one vector accumulator (a DEFINE_REG of float.vec(lanes)), not `lanes` scalars.
+  codegen::CompileOptions co;
+  co.opts = o;
+  auto ck = codegen::compile(ir::parse(nt), x86, co);
+  bool vector_acc = false;
+  for (const UOp& u : ck->kernel.sink.toposort()) vector_acc |= u.op() == ir::Op::DEFINE_REG && u.dtype().count == lanes;
+  CHECK(vector_acc);
+  // A matmul whose B is contiguous along an output axis keeps register blocking instead.
+  for (const Opt& x : codegen::opt::heuristic_opts(ir::parse(kMatmul), x86)) CHECK(x.op != OptOp::LANES);
+  // Same bits as written on the CPU (small integers).
+  RandomKernel k{nt, ir::dtypes::float32, {32 * 64, 32 * 256, 64 * 256}};
+  std::mt19937_64 rng(8);
+  auto in = inputs(k, rng);
+  auto cpu = drivers::open_device("cpu");
+  CHECK(test::run_on(*cpu, nt, in, {}, o)[0] == test::run_on(*cpu, nt, in, {})[0]);
+}
