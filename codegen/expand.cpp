@@ -83,29 +83,43 @@ UOp expand_end(const UOp& end) {
 
 // One vector of n lanes from n isomorphic scalar trees: an elementwise op of vectors of their
 // sources, down to the leaves, which become VECTORIZE (consecutive loads of it become one vector
-// load in vectorize_memory; a leaf the same in every lane is a splat). Only float32/float64
-// arithmetic and conversions to it go into vectors; anything else is a leaf.
+// load in vectorize_memory; a leaf the same in every lane is a splat). What goes into vectors:
+// arithmetic and bit operations on float32/float64 and integers, conversions between those types
+// (bfloat16, half, bool and index values convert or compute through scalar code in the renderer),
+// and WHERE whose condition is the same in every lane; anything else is a leaf.
+bool vector_type(DType t) { return t.count == 1 && !t.is_ptr() && (t == dtypes::float32 || t == dtypes::float64 || (t.is_int() && !t.is_index())); }
+
 UOp vectorize_lanes(const std::vector<UOp>& xs) {
   const UOp& x = xs[0];
   auto n = static_cast<uint16_t>(xs.size());
   bool same = std::all_of(xs.begin(), xs.end(), [&](const UOp& y) {
     return y.op() == x.op() && y.dtype() == x.dtype() && y.arg() == x.arg() && y.src().size() == x.src().size();
   });
-  bool vector_op = x.op() == Op::ADD || x.op() == Op::MUL || x.op() == Op::SUB || x.op() == Op::NEG || x.op() == Op::FMA;
-  bool flt = x.dtype() == dtypes::float32 || x.dtype() == dtypes::float64;
-  // A conversion to float32/float64 from an integer, half or float type (bfloat16 and bool convert
-  // through scalar code in the renderer).
-  bool vector_cast = x.op() == Op::CAST && flt && !x.src(0).dtype().is_bool() && x.src(0).dtype().scalar != ScalarType::BFloat16 &&
-                     !x.src(0).dtype().is_index() && x.src(0).dtype().count == 1;
-  if (same &&
-      ((vector_op && flt && std::all_of(x.src().begin(), x.src().end(), [&](const UOp& s) { return s.dtype() == x.dtype(); })) || vector_cast)) {
+  auto lanes_of = [&](size_t i) {
+    std::vector<UOp> v;
+    for (const UOp& y : xs) v.push_back(y.src(i));
+    return v;
+  };
+  static constexpr Op kFloatOps[] = {Op::ADD, Op::MUL, Op::SUB, Op::NEG, Op::FMA};
+  static constexpr Op kIntOps[] = {Op::ADD, Op::MUL, Op::SUB, Op::NEG, Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR};
+  bool elementwise = false;
+  if (same && vector_type(x.dtype()) && std::all_of(x.src().begin(), x.src().end(), [&](const UOp& s) { return s.dtype() == x.dtype(); })) {
+    auto in = [&](const auto& ops) { return std::find(std::begin(ops), std::end(ops), x.op()) != std::end(ops); };
+    elementwise = x.dtype().is_float() ? in(kFloatOps) : in(kIntOps);
+  }
+  bool cast = same && x.op() == Op::CAST && vector_type(x.dtype()) && (vector_type(x.src(0).dtype()) || x.src(0).dtype() == dtypes::half) &&
+              !(x.dtype().is_int() && x.src(0).dtype().is_float());
+  cast |= same && x.op() == Op::BITCAST && x.dtype().is_int() && vector_type(x.dtype()) && vector_type(x.src(0).dtype()) &&
+          x.src(0).dtype().is_int() && x.src(0).dtype().bitsize() == x.dtype().bitsize();
+  if (elementwise || cast) {
     std::vector<UOp> src;
-    for (size_t i = 0; i < x.src().size(); ++i) {
-      std::vector<UOp> lane_src;
-      for (const UOp& y : xs) lane_src.push_back(y.src(i));
-      src.push_back(vectorize_lanes(lane_src));
-    }
+    for (size_t i = 0; i < x.src().size(); ++i) src.push_back(vectorize_lanes(lanes_of(i)));
     return UOp::make(x.op(), x.dtype().vec(n), src, x.arg());
+  }
+  if (same && x.op() == Op::WHERE && vector_type(x.dtype())) {
+    std::vector<UOp> cond = lanes_of(0);
+    if (std::all_of(cond.begin(), cond.end(), [&](const UOp& c) { return c == cond[0]; }))
+      return UOp::make(Op::WHERE, x.dtype().vec(n), {cond[0], vectorize_lanes(lanes_of(1)), vectorize_lanes(lanes_of(2))});
   }
   return UOp::make(Op::VECTORIZE, x.dtype().vec(n), xs);
 }

@@ -300,8 +300,9 @@ std::string check_binary(const UOp& u) {
 std::string check_ternary(const UOp& u) {
   if (auto e = nsrc(u, 3, 3); !e.empty()) return e;
   if (u.op() == Op::WHERE)
-    return first({need(u.src(0).dtype() == dtypes::bool_.vec(u.dtype().count), "condition must be bool"), same_dtype(u, 1),
-                  need(u.src(1).op() != Op::INVALID || u.src(2).op() != Op::INVALID, "both branches INVALID")});
+    return first({need(u.src(0).dtype() == dtypes::bool_.vec(u.dtype().count) || u.src(0).dtype() == dtypes::bool_,
+                       "condition must be bool (one per lane, or one for all)"),
+                  same_dtype(u, 1), need(u.src(1).op() != Op::INVALID || u.src(2).op() != Op::INVALID, "both branches INVALID")});
   if (u.op() == Op::FMA)
     return first({same_dtype(u, 0), same_dtype(u, 1), same_dtype(u, 2), need(u.dtype().is_float(), "FMA on " + u.dtype().name())});
   return first({same_dtype(u, 0), need(!u.dtype().is_bool() && !u.dtype().is_ptr(), "MULACC on " + u.dtype().name())});

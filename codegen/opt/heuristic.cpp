@@ -67,8 +67,13 @@ const Axis* last_reduce(const std::vector<Axis>& axes) {
 }
 
 bool lanes_along_reduction(Chooser& c, const std::vector<Axis>& axes, const Target& t) {
-  const int64_t lanes = t.vector_bytes() / 4;
-  if (lanes < 4) return false;
+  const int64_t register_lanes = t.vector_bytes() / 4;
+  // As wide as a register, or narrower where the axis is short (a 16-element quantization group).
+  auto lanes_for = [&](int64_t size) {
+    int64_t n = register_lanes;
+    while (n >= 4 && (size % n != 0 || size / n < 2)) n /= 2;
+    return n >= 4 ? n : int64_t{0};
+  };
   // Each reduction's innermost reduce axis (a fused kernel may have several reductions).
   std::vector<const Axis*> inner;
   for (const UOp& u : c.kernel().toposort()) {
@@ -77,7 +82,7 @@ bool lanes_along_reduction(Chooser& c, const std::vector<Axis>& axes, const Targ
     const Axis* r = nullptr;
     for (const Axis& a : axes)
       if (a.type == AxisType::REDUCE && closes(u, a.range)) r = &a;
-    if (!r || r->size < 0 || r->size % lanes != 0 || r->size / lanes < 2) return false;
+    if (!r || r->size < 0 || lanes_for(r->size) == 0) return false;
     if (std::find(inner.begin(), inner.end(), r) == inner.end()) inner.push_back(r);
   }
   if (inner.empty()) return false;
@@ -91,7 +96,7 @@ bool lanes_along_reduction(Chooser& c, const std::vector<Axis>& axes, const Targ
   }
   if (!along_reduce) return false;
   for (const Axis* r : inner)
-    if (!c.apply({OptOp::LANES, r->id, lanes})) return false;
+    if (!c.apply({OptOp::LANES, r->id, lanes_for(r->size)})) return false;
   int blocked = 0;
   std::vector<Axis> now = kernel_axes(c.kernel());
   std::vector<Access> acc2 = kernel_accesses(c.kernel(), now);

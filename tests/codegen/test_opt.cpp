@@ -640,3 +640,44 @@ SINK(END(STORE(INDEX:float*(c, i*64 + j), REDUCE:float(LOAD:float(INDEX:float*(a
   auto cpu = drivers::open_device("cpu");
   CHECK(test::run_on(*cpu, nt, in, {}, o)[0] == test::run_on(*cpu, nt, in, {})[0]);
 }
+
+TEST_CASE("opt: vector lanes through integer bit operations, conversions and a WHERE the lanes share, on every device") {
+  // A 4-bit dequantization inside a matrix-vector product, as the Q4 weight formats write it: the low
+  // or high nibble of a byte (by the parity of the block), scaled, times x.
+  const char* q4 = R"(y = DEFINE_GLOBAL:float* {0}
+q = DEFINE_GLOBAL:uint8* {1}
+x = DEFINE_GLOBAL:float* {2}
+i = RANGE(16) {0, GLOBAL}
+b = RANGE(4) {1, REDUCE}
+e = RANGE(32) {2, REDUCE}
+byte = CAST:int32(LOAD:uint8(INDEX:uint8*(q, i*64 + b // 2 * 32 + e)))
+nib = WHERE(b % 2 < 1, byte & 15, byte >> 4)
+SINK(END(STORE(INDEX:float*(y, i), REDUCE:float(CAST:float(nib - 8) * LOAD:float(INDEX:float*(x, b*32 + e)), b, e) {ADD}), i))
+)";
+  const codegen::Target& x86 = target("x86");
+  auto o = codegen::opt::heuristic_opts(ir::parse(q4), x86);
+  REQUIRE(!o.empty());
+  CHECK(o[0].op == OptOp::LANES);
+  codegen::CompileOptions co;
+  co.opts = o;
+  auto ck = codegen::compile(ir::parse(q4), x86, co);
+  bool int_vector = false;
+  for (const UOp& u : ck->kernel.sink.toposort()) int_vector |= (u.op() == ir::Op::AND || u.op() == ir::Op::SHR) && u.dtype().count > 1;
+  CHECK(int_vector);
+  std::mt19937_64 rng(4);
+  codegen::HostData qd{.slot = 1, .dtype = ir::dtypes::uint8, .bytes = std::vector<uint8_t>(16 * 64)};
+  for (auto& v : qd.bytes) v = static_cast<uint8_t>(rng());
+  codegen::HostData xd{.slot = 2, .dtype = ir::dtypes::float32, .bytes = std::vector<uint8_t>(128 * 4)};
+  for (size_t k = 0; k < 128; ++k) xd.set(k, static_cast<double>(static_cast<int64_t>(rng() % 9) - 4));
+  std::vector<std::vector<uint8_t>> in{std::vector<uint8_t>(16 * 4), qd.bytes, xd.bytes};
+  auto cpu = drivers::open_device("cpu");
+  auto want = test::run_on(*cpu, q4, in, {});
+  for (const char* name : {"cpu", "emu:amd", "emu:nv"}) {
+    CAPTURE(name);
+    auto dev = drivers::open_device(name);
+    for (std::vector<Opt> opts : {o, std::vector<Opt>{{OptOp::LANES, 2, 8}, {OptOp::UPCAST, 0, 2}}}) {
+      CAPTURE(codegen::opt::opts_text(opts));
+      CHECK(test::run_on(*dev, q4, in, {}, opts)[0] == want[0]);
+    }
+  }
+}
