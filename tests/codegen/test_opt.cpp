@@ -522,15 +522,7 @@ SINK(END(STORE(INDEX:float*(c, i*32 + j), REDUCE:float(CAST:float(LOAD:half(INDE
 }
 
 TEST_CASE("opt: STAGE copies a buffer's tiles into workgroup memory once per workgroup, with the same bits, on both GPU emulators") {
-  const char* matmul = R"(c = DEFINE_GLOBAL:float* {0}
-a = DEFINE_GLOBAL:float* {1}
-b = DEFINE_GLOBAL:float* {2}
-i = RANGE(32) {0, GLOBAL}
-j = RANGE(24) {1, GLOBAL}
-k = RANGE(36) {2, REDUCE}
-acc = REDUCE:float(LOAD:float(INDEX:float*(a, i*36 + k)) * LOAD:float(INDEX:float*(b, k*24 + j)), k) {ADD}
-SINK(END(STORE(INDEX:float*(c, i*24 + j), acc), i, j))
-)";
+  const char* matmul = kMatmul;
   // A 1-D convolution over channels and taps: two reduce axes, and an input index that is a sum.
   const char* conv = R"(out = DEFINE_GLOBAL:float* {0}
 x = DEFINE_GLOBAL:float* {1}

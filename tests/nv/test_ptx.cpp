@@ -1580,6 +1580,43 @@ $CONSUME:
   CHECK(*seen.rbegin() == 63);
 }
 
+namespace {
+
+// Runs `instr` {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3} on one warp: lane l's A, B and C registers
+// from in[12 l ...] (A at 0, B at 16, C at 32 bytes), its D to out[4 l ...]; `guard` runs before it.
+nv::PtxRunResult run_mma(const std::string& instr, const std::vector<uint32_t>& in, std::vector<uint32_t>& out, const std::string& guard = "") {
+  std::string k = R"(.visible .entry mm(.param .u64 i, .param .u64 o)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<20>;
+  .reg .f32 %f<10>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [i];
+  ld.param.u64 %rd2, [o];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 48;
+  add.s64 %rd3, %rd1, %rd3;
+  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
+  ld.global.v2.u32 {%r6, %r7}, [%rd3+16];
+  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd3+32];
+)" + guard + "\n  " +
+                  instr +
+                  R"( {%f5, %f6, %f7, %f8}, {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f1, %f2, %f3, %f4};
+  mul.wide.u32 %rd4, %r1, 16;
+  add.s64 %rd4, %rd2, %rd4;
+  st.global.v4.f32 [%rd4], {%f5, %f6, %f7, %f8};
+$END:
+  ret;
+}
+)";
+  Text t;
+  uint64_t pi = t.gpu.map(const_cast<uint32_t*>(in.data()), in.size() * 4, false), po = t.gpu.map(out.data(), out.size() * 4);
+  prepare(t, kHead + k, {pi, po}, {1, 1, 1}, {32, 1, 1});
+  return run(t);
+}
+
+}  // namespace
+
 TEST_CASE("PTX instructions: mma.sync m16n8k16 (f16, bf16 -> f32) in the PTX ISA's fragment layout") {
   // PTX ISA §9.7.14.5.8, with g = lane / 4 and t = lane % 4: A (16 x 16) register r holds elements
   // (g + 8 * (r % 2), 2t + 8 * (r / 2) + h) for h = 0 (low half), 1; B (16 x 8) register r holds
@@ -1605,38 +1642,8 @@ TEST_CASE("PTX instructions: mma.sync m16n8k16 (f16, bf16 -> f32) in the PTX ISA
       for (int r = 0; r < 2; ++r) in[l * 12 + 4 + r] = b[2 * t + 8 * r][g] | b[2 * t + 8 * r + 1][g] << 16;
       for (int r = 0; r < 4; ++r) in[l * 12 + 8 + r] = std::bit_cast<uint32_t>(c[g + 8 * (r / 2)][2 * t + r % 2]);
     }
-    auto kernel = [&](const std::string& guard) {
-      std::string ty = bf16 ? "bf16" : "f16";
-      std::string k = R"(.visible .entry mm(.param .u64 i, .param .u64 o)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<20>;
-  .reg .f32 %f<10>;
-  .reg .b64 %rd<6>;
-  ld.param.u64 %rd1, [i];
-  ld.param.u64 %rd2, [o];
-  mov.u32 %r1, %tid.x;
-  mul.wide.u32 %rd3, %r1, 48;
-  add.s64 %rd3, %rd1, %rd3;
-  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
-  ld.global.v2.u32 {%r6, %r7}, [%rd3+16];
-  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd3+32];
-)" + guard + R"(
-  mma.sync.aligned.m16n8k16.row.col.f32.)" +
-                      ty + "." + ty + R"(.f32 {%f5, %f6, %f7, %f8}, {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f1, %f2, %f3, %f4};
-  mul.wide.u32 %rd4, %r1, 16;
-  add.s64 %rd4, %rd2, %rd4;
-  st.global.v4.f32 [%rd4], {%f5, %f6, %f7, %f8};
-$END:
-  ret;
-}
-)";
-      Text t;
-      uint64_t pi = t.gpu.map(in.data(), in.size() * 4, false), po = t.gpu.map(out.data(), out.size() * 4);
-      prepare(t, kHead + k, {pi, po}, {1, 1, 1}, {32, 1, 1});
-      return run(t);
-    };
-    nv::PtxRunResult r = kernel("");
+    std::string instr = bf16 ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+    nv::PtxRunResult r = run_mma(instr, in, out);
     if (r.fault) FAIL(r.fault->message);
     int wrong = 0;
     for (int l = 0; l < 32; ++l)
@@ -1648,7 +1655,7 @@ $END:
       }
     CHECK(wrong == 0);
     // mma.sync is warp-wide: lanes that branched away leave it incomplete, which is a fault.
-    r = kernel("  setp.ge.u32 %p1, %r1, 16;\n  @%p1 bra $END;");
+    r = run_mma(instr, in, out, "  setp.ge.u32 %p1, %r1, 16;\n  @%p1 bra $END;");
     REQUIRE(r.fault);
     CHECK(r.fault->message.find("32 lanes") != std::string::npos);
   }
@@ -1664,37 +1671,14 @@ TEST_CASE("PTX instructions: mma.sync m16n8k8 tf32 reads 19 bits of each float i
     for (int j = 0; j < 8; ++j) a[i][j] = u(rng), c[i][j] = u(rng);
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 8; ++j) b[i][j] = u(rng);
-  std::vector<float> in(32 * 12), out(32 * 4, 0);
+  std::vector<uint32_t> in(32 * 12), out(32 * 4, 0);
   for (int l = 0; l < 32; ++l) {
     int g = l / 4, t = l % 4;
-    for (int r = 0; r < 4; ++r) in[l * 12 + r] = a[g + 8 * (r % 2)][t + 4 * (r / 2)];
-    for (int r = 0; r < 2; ++r) in[l * 12 + 4 + r] = b[t + 4 * r][g];
-    for (int r = 0; r < 4; ++r) in[l * 12 + 8 + r] = c[g + 8 * (r / 2)][2 * t + r % 2];
+    for (int r = 0; r < 4; ++r) in[l * 12 + r] = std::bit_cast<uint32_t>(a[g + 8 * (r % 2)][t + 4 * (r / 2)]);
+    for (int r = 0; r < 2; ++r) in[l * 12 + 4 + r] = std::bit_cast<uint32_t>(b[t + 4 * r][g]);
+    for (int r = 0; r < 4; ++r) in[l * 12 + 8 + r] = std::bit_cast<uint32_t>(c[g + 8 * (r / 2)][2 * t + r % 2]);
   }
-  Text tx;
-  uint64_t pi = tx.gpu.map(in.data(), in.size() * 4, false), po = tx.gpu.map(out.data(), out.size() * 4);
-  prepare(tx, kHead + R"(.visible .entry mm(.param .u64 i, .param .u64 o)
-{
-  .reg .b32 %r<20>;
-  .reg .f32 %f<10>;
-  .reg .b64 %rd<6>;
-  ld.param.u64 %rd1, [i];
-  ld.param.u64 %rd2, [o];
-  mov.u32 %r1, %tid.x;
-  mul.wide.u32 %rd3, %r1, 48;
-  add.s64 %rd3, %rd1, %rd3;
-  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
-  ld.global.v2.u32 {%r6, %r7}, [%rd3+16];
-  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd3+32];
-  mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f5, %f6, %f7, %f8}, {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f1, %f2, %f3, %f4};
-  mul.wide.u32 %rd4, %r1, 16;
-  add.s64 %rd4, %rd2, %rd4;
-  st.global.v4.f32 [%rd4], {%f5, %f6, %f7, %f8};
-  ret;
-}
-)",
-          {pi, po}, {1, 1, 1}, {32, 1, 1});
-  nv::PtxRunResult r = run(tx);
+  nv::PtxRunResult r = run_mma("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", in, out);
   if (r.fault) FAIL(r.fault->message);
   auto tf32 = [](float f) { return double{std::bit_cast<float>(std::bit_cast<uint32_t>(f) & 0xffffe000u)}; };
   int wrong = 0;
@@ -1703,7 +1687,7 @@ TEST_CASE("PTX instructions: mma.sync m16n8k8 tf32 reads 19 bits of each float i
       int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + e % 2;
       double want = c[row][col];
       for (int k = 0; k < 8; ++k) want += tf32(a[row][k]) * tf32(b[k][col]);
-      wrong += out[l * 4 + e] != static_cast<float>(want);
+      wrong += std::bit_cast<float>(out[l * 4 + e]) != static_cast<float>(want);
     }
   CHECK(wrong == 0);
 }
