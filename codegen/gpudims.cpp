@@ -1,10 +1,11 @@
 // Launch geometry. GPU targets run GLOBAL ranges as the grid of workgroups and LOCAL ranges as the
-// work-items of a workgroup (a WARP axis, a tensor core's lanes, first); the ids come from SPECIAL nodes (gidx0..2, lidx0..2). The innermost
-// global axis is x (dimension 0). More than three global axes share the last grid dimension, split
-// back with // and %; if a dimension exceeds the target's grid limit, all global axes are flattened
-// into x. With no LOCAL axis, the innermost global axis is cut into workgroups of the largest divisor
-// of its size that fits the target's default workgroup size. The host runs a workgroup's work-items
-// one after another: a BARRIER splits their loop in two (WorkgroupPhases below).
+// work-items of a workgroup (a WARP axis, a tensor core's lanes, first); the ids come from SPECIAL
+// nodes (gidx0..2, lidx0..2). The innermost global axis is x (dimension 0). More than three global
+// axes share the last grid dimension, split back with // and %; if a dimension exceeds the target's
+// grid limit, all global axes are flattened into x. With no LOCAL axis, the innermost global axis
+// is cut into workgroups of the largest divisor of its size that fits the target's default
+// workgroup size. The host runs a workgroup's work-items one after another: a BARRIER splits their
+// loop in two (WorkgroupPhases below).
 #include <algorithm>
 #include <map>
 #include <unordered_map>

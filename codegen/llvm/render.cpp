@@ -352,6 +352,12 @@ class Renderer {
     const std::string& name = u.arg_as<std::string>();
     const TensorCore* tc = find_tensor_core(name);
     if (!tc || !tc->on(t_)) throw Error("WMMA '" + name + "' is not a tensor core of " + std::string(t_.name) + ": " + to_inline(u, 100));
+    const TcLayout* layouts[3] = {&tc->a, &tc->b, &tc->c};
+    for (int i = 0; i < 3; ++i)
+      if (src[i].dtype().count != layouts[i]->elems || src[i].dtype().scalar != (i < 2 ? tc->input : ScalarType::Float))
+        throw Error("WMMA '" + name + "' takes A, B and C of " + std::to_string(tc->a.elems) + ", " + std::to_string(tc->b.elems) + " and " +
+                    std::to_string(tc->c.elems) + " elements per lane, got " + src[0].dtype().name() + ", " + src[1].dtype().name() + ", " +
+                    src[2].dtype().name() + ": " + to_inline(u, 100));
     bool bf16 = tc->input == ScalarType::BFloat16;
     std::string ta = type(src[0].dtype()), tb = type(src[1].dtype()), tc_ty = type(src[2].dtype());
     if (t_.arch == Arch::AMDGPU && tc->threads == 32) {
