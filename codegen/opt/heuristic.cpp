@@ -67,14 +67,28 @@ const Axis* last_reduce(const std::vector<Axis>& axes) {
 }
 
 bool lanes_along_reduction(Chooser& c, const std::vector<Axis>& axes, const Target& t) {
-  const int64_t register_lanes = t.vector_bytes() / 4;
-  // As wide as a register, or narrower where the axis is short (a 16-element quantization group).
+  std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
+  auto reused = [](const std::vector<Access>& a, size_t k) {
+    return std::any_of(a.begin(), a.end(), [&](const Access& x) { return !x.store && x.stride[k] == 0; });
+  };
+  int64_t reductions = 0, block_axes = 0;
+  for (const UOp& u : c.kernel().toposort()) reductions += u.op() == Op::REDUCE;
+  for (size_t k = 0; k < axes.size(); ++k) block_axes += is_output(axes[k].type) && axes[k].size % 2 == 0 && axes[k].size > 1 && reused(acc, k);
+  // A matmul (two output axes to block) with several reductions (a fused gate and up projection)
+  // shares the 256 unrolled copies: each reduction gets a register's share of lanes and the block is
+  // 2x2. A matrix-vector product keeps whole registers: it is bound by memory, not by registers.
+  int64_t register_lanes = t.vector_bytes() / 4, step = 4;
+  if (block_axes >= 2 && reductions > 1) {
+    step = 2;
+    for (int64_t r = reductions; r > 1 && register_lanes > 4; r /= 2) register_lanes /= 2;
+  }
+  // As wide as that, or narrower where the axis is short (a 16-element quantization group).
   auto lanes_for = [&](int64_t size) {
     int64_t n = register_lanes;
     while (n >= 4 && (size % n != 0 || size / n < 2)) n /= 2;
     return n >= 4 ? n : int64_t{0};
   };
-  // Each reduction's innermost reduce axis (a fused kernel may have several reductions).
+  // Each reduction's innermost reduce axis.
   std::vector<const Axis*> inner;
   for (const UOp& u : c.kernel().toposort()) {
     if (u.op() != Op::REDUCE) continue;
@@ -86,7 +100,6 @@ bool lanes_along_reduction(Chooser& c, const std::vector<Axis>& axes, const Targ
     if (std::find(inner.begin(), inner.end(), r) == inner.end()) inner.push_back(r);
   }
   if (inner.empty()) return false;
-  std::vector<Access> acc = kernel_accesses(c.kernel(), axes);
   bool along_reduce = false;
   for (const Access& x : acc) {
     if (x.store) continue;
@@ -100,11 +113,8 @@ bool lanes_along_reduction(Chooser& c, const std::vector<Axis>& axes, const Targ
   int blocked = 0;
   std::vector<Axis> now = kernel_axes(c.kernel());
   std::vector<Access> acc2 = kernel_accesses(c.kernel(), now);
-  for (size_t k = now.size(); k-- > 0 && blocked < 2;) {
-    if (!is_output(now[k].type) || now[k].size % 4 != 0) continue;
-    bool reuse = std::any_of(acc2.begin(), acc2.end(), [&](const Access& x) { return !x.store && x.stride[k] == 0; });
-    if (reuse && c.apply({OptOp::UPCAST, now[k].id, 4})) ++blocked;
-  }
+  for (size_t k = now.size(); k-- > 0 && blocked < 2;)
+    if (is_output(now[k].type) && now[k].size % step == 0 && reused(acc2, k) && c.apply({OptOp::UPCAST, now[k].id, step})) ++blocked;
   return true;
 }
 

@@ -623,6 +623,24 @@ SINK(END(STORE(INDEX:float*(c, i*64 + j), REDUCE:float(LOAD:float(INDEX:float*(a
   bool vector_acc = false;
   for (const UOp& u : ck->kernel.sink.toposort()) vector_acc |= u.op() == ir::Op::DEFINE_REG && u.dtype().count == lanes;
   CHECK(vector_acc);
+  // Two reductions in one kernel (a fused gate and up projection): half a register of lanes each and
+  // a 2x2 block, within the 256 unrolled copies.
+  const char* fused = R"(c = DEFINE_GLOBAL:float* {0}
+a = DEFINE_GLOBAL:float* {1}
+w = DEFINE_GLOBAL:float* {2}
+v = DEFINE_GLOBAL:float* {3}
+i = RANGE(32) {0, GLOBAL}
+j = RANGE(64) {1, GLOBAL}
+k = RANGE(256) {2, REDUCE}
+k2 = RANGE(256) {3, REDUCE}
+g = REDUCE:float(LOAD:float(INDEX:float*(a, i*256 + k)) * LOAD:float(INDEX:float*(w, j*256 + k)), k) {ADD}
+u = REDUCE:float(LOAD:float(INDEX:float*(a, i*256 + k2)) * LOAD:float(INDEX:float*(v, j*256 + k2)), k2) {ADD}
+SINK(END(STORE(INDEX:float*(c, i*64 + j), g * u), i, j))
+)";
+  auto f = codegen::opt::heuristic_opts(ir::parse(fused), x86);
+  int64_t half = std::max<int64_t>(4, lanes / 2);
+  CHECK(codegen::opt::opts_text(f) ==
+        codegen::opt::opts_text(std::vector<Opt>{{OptOp::LANES, 2, half}, {OptOp::LANES, 3, half}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 2}}));
   // A matmul whose B is contiguous along an output axis keeps register blocking instead.
   for (const Opt& x : codegen::opt::heuristic_opts(ir::parse(kMatmul), x86)) CHECK(x.op != OptOp::LANES);
   // Same bits as written on the CPU (small integers).
