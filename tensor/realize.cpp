@@ -355,7 +355,9 @@ struct Realizer {
     if (prof) {
       dev.synchronize();
       dev.set_profiler(nullptr);
+      // The kernels' events, in submission order: copies the realize timed are not kernels.
       auto ev = prof->events();
+      std::erase_if(ev, [](const hcq::ProfileEvent& e) { return e.copy; });
       for (size_t i = 0; i < names.size(); ++i) {
         double us = i < ev.size() ? static_cast<double>(ev[i].end_ns - ev[i].start_ns) / 1000.0 : 0;
         std::fprintf(stderr, "%-6s %-28s %6zu uops %10.1f us   %s\n", dev_name.c_str(), names[i].c_str(), uops[i], us, opt_texts[i].c_str());
