@@ -1,9 +1,8 @@
 // The default optimizer: actions chosen from the kernel's shape and its memory accesses, per target,
 // without running anything (codegen/opt/opt.h). In order:
-//   0. GPU, a sum of half or bfloat16 products that a tensor core of the target takes (TC; never tf32,
-//      which rounds float32 inputs): it runs
-//      there, with 2x2 instructions per wave (UPCAST) so each fragment serves two, and up to 4 waves
-//      per workgroup (LOCAL); nothing else applies.
+//   0. GPU, a sum of half or bfloat16 products that a tensor core of the target takes (TC; never
+//      tf32, which rounds float32 inputs): it runs there, with 2x2 instructions per wave (UPCAST) so
+//      each fragment serves two, and up to 4 waves per workgroup (LOCAL); nothing else applies.
 //   1. GPU, a reduction with few outputs (norms, softmax rows), or a long one with up to 65536
 //      (matrix-vector products): the work-items of a workgroup share each reduction (GROUP),
 //      reading neighbouring elements side by side.
@@ -13,7 +12,8 @@
 //      floats in 16 zmm registers with AVX-512, 8x8 in 8 ymm with AVX2).
 //      On the CPU, when the loads are contiguous along the reduction and along no output axis (x @
 //      W^T, matrix-vector products), vector accumulators along the reduction instead (LANES, a
-//      register wide) and a 4x4 block; nothing else.
+//      register wide; a matmul with several reductions shares the copies: half a register and a 2x2
+//      block) and a 4x4 block; nothing else.
 //   3. The innermost reduce axis is UNROLLed: fully when short, else by 4.
 //   4. Nothing upcast yet (elementwise kernels): the axis contiguous in the stores by 4, for vector
 //      accesses.
