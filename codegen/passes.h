@@ -26,6 +26,12 @@ ir::UOp lower_group_reduce(const ir::UOp& sink);
 // where reuse of the workgroup memory across iterations would race); empty when it can.
 std::string group_reduce_problem(const ir::UOp& sink, const ir::UOp& g);
 
+// Whether `x` is computed from `node` (node is x or among its sources, transitively).
+inline bool depends_on(const ir::UOp& x, const ir::UOp& node) {
+  const auto& t = x.toposort();
+  return std::find(t.begin(), t.end(), node) != t.end();
+}
+
 // Whether an END or REDUCE closes loop `range`.
 inline bool closes(const ir::UOp& end_or_reduce, const ir::UOp& range) {
   auto loops = end_or_reduce.src().subspan(1);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "common/split.h"
+
 namespace ugpu::codegen {
 using namespace ir;
 namespace {
@@ -49,13 +51,6 @@ const TensorCore kTensorCores[] = {
 
 }  // namespace
 
-int64_t TcCoord::at(int64_t lane_id, int64_t i) const {
-  int64_t v = 0;
-  for (int b = 0; b < 6; ++b) v += lane[b] * ((lane_id >> b) & 1);
-  for (int b = 0; b < 4; ++b) v += elem[b] * ((i >> b) & 1);
-  return v;
-}
-
 UOp TcCoord::at(const UOp& lane_id, int64_t i) const {
   int64_t e = 0;
   for (int b = 0; b < 4; ++b) e += elem[b] * ((i >> b) & 1);
@@ -76,12 +71,8 @@ UOp TcCoord::at(const UOp& lane_id, int64_t i) const {
 }
 
 bool TensorCore::on(const Target& t) const {
-  for (size_t at = 0; at < targets.size();) {
-    size_t end = std::min(targets.find(' ', at), targets.size());
-    if (targets.substr(at, end - at) == t.name) return true;
-    at = end + 1;
-  }
-  return false;
+  auto names = split_list(targets, ' ');
+  return std::find(names.begin(), names.end(), t.name) != names.end();
 }
 
 std::span<const TensorCore> tensor_cores() { return kTensorCores; }

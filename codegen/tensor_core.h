@@ -22,7 +22,6 @@ namespace ugpu::codegen {
 struct TcCoord {
   std::array<int8_t, 6> lane{};
   std::array<int8_t, 4> elem{};
-  int64_t at(int64_t lane_id, int64_t i) const;
   ir::UOp at(const ir::UOp& lane_id, int64_t i) const;  // index math over a lane value
 };
 // Where a lane keeps the elements of one matrix: `elems` values per lane, element i at (row, col).

@@ -63,18 +63,6 @@ UOp replace_range(const UOp& sink, const UOp& r, const UOp& value, const std::ve
   return replace_ranges(sink, {{r, {value, closes}}});
 }
 
-int64_t next_axis_id(const std::vector<Axis>& axes) {
-  int64_t m = -1;
-  for (const Axis& a : axes) m = std::max(m, a.id);
-  return m + 1;
-}
-
-bool has_workgroup_memory(const UOp& sink) {
-  for (const UOp& u : sink.toposort())
-    if (u.op() == Op::DEFINE_LOCAL || u.op() == Op::BARRIER) return true;
-  return false;
-}
-
 // Splits axis a into (outer: a's id and type, size/amount) and (inner: a new id, `type`, amount):
 // r = outer * amount + inner. An amount of the whole size changes the axis's type instead.
 UOp split(const UOp& sink, const std::vector<Axis>& axes, const Axis& a, int64_t amount, AxisType type) {
@@ -100,8 +88,7 @@ const PatternMatcher& padding_rules() {
                                                  const UOp& u = m.node();
                                                  const Padding& p = m.ctx<Padding>();
                                                  if (u.src(0).op() != Op::INDEX || u.src(0).src().size() < 2) return UOp();
-                                                 const auto& t = u.src(0).src(1).toposort();
-                                                 return std::find(t.begin(), t.end(), p.range) != t.end() ? add_mask(u, p.valid) : UOp();
+                                                 return depends_on(u.src(0).src(1), p.range) ? add_mask(u, p.valid) : UOp();
                                                },
                                                "mask the padded iterations' accesses"),
                                            Rule(
@@ -159,6 +146,18 @@ UOp swap(const UOp& sink, const Axis& a, const Axis& b) {
 }
 
 }  // namespace
+
+int64_t next_axis_id(const std::vector<Axis>& axes) {
+  int64_t m = -1;
+  for (const Axis& a : axes) m = std::max(m, a.id);
+  return m + 1;
+}
+
+bool has_workgroup_memory(const UOp& sink) {
+  for (const UOp& u : sink.toposort())
+    if (u.op() == Op::DEFINE_LOCAL || u.op() == Op::BARRIER) return true;
+  return false;
+}
 
 std::string_view opt_op_name(OptOp op) { return kOpNames[static_cast<size_t>(op)]; }
 
@@ -365,9 +364,8 @@ std::vector<Access> kernel_accesses(const UOp& sink, const std::vector<Axis>& ax
     Access acc{idx, u.op() == Op::STORE, std::vector<int64_t>(axes.size(), 0)};
     for (size_t k = 0; k < axes.size(); ++k)
       for (const auto& [term, c] : l.terms) {
-        const auto& t = term.toposort();
         if (term == axes[k].range && acc.stride[k] != -1) acc.stride[k] = c;
-        else if (!(term == axes[k].range) && std::find(t.begin(), t.end(), axes[k].range) != t.end()) acc.stride[k] = -1;
+        else if (!(term == axes[k].range) && depends_on(term, axes[k].range)) acc.stride[k] = -1;
       }
     out.push_back(std::move(acc));
   }

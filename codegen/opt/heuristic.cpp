@@ -32,10 +32,14 @@ class Chooser {
  public:
   Chooser(const UOp& sink, const Target& t) : s_(sink), t_(t) {}
 
-  bool apply(const Opt& o) {
+  // Applies `o` when it is legal and `accept` (if given) takes the result.
+  bool apply(const Opt& o, const std::function<bool(const UOp&)>& accept = {}) {
+    UOp next;
     try {
-      s_ = apply_opt(s_, o, t_);
+      next = apply_opt(s_, o, t_);
     } catch (const OptError&) { return false; }
+    if (accept && !accept(next)) return false;
+    s_ = next;
     opts_.push_back(o);
     return true;
   }
@@ -127,12 +131,8 @@ std::vector<Opt> heuristic_opts(const UOp& sink, const Target& t) {
   bool reduces = last_reduce(axes) != nullptr;
 
   // 0. Tensor cores, but none that rounds its inputs (tf32).
-  bool exact_tc = false;
-  if (t.gpu() && reduces) try {
-      const TensorCore* tc = kernel_tensor_core(apply_opt(c.kernel(), {OptOp::TC, last_reduce(axes)->id, 0}, t));
-      exact_tc = tc && !tc->rounds_inputs;
-    } catch (const OptError&) {}
-  if (exact_tc && c.apply({OptOp::TC, last_reduce(axes)->id, 0})) {
+  auto exact = [](const UOp& k) { return !kernel_tensor_core(k)->rounds_inputs; };
+  if (t.gpu() && reduces && c.apply({OptOp::TC, last_reduce(axes)->id, 0}, exact)) {
     axes = kernel_axes(c.kernel());
     int upcast = 0, waves = 1;
     for (size_t k = axes.size(); k-- > 0 && upcast < 2;)

@@ -72,6 +72,11 @@ inline bool is_output(ir::AxisType t) { return t == ir::AxisType::GLOBAL || t ==
 // The product of the sizes of the axes of these types (a variable size counts as 1).
 int64_t product_of(const std::vector<Axis>& axes, std::initializer_list<ir::AxisType> types);
 
+// The next free axis id (one past the largest), for a new RANGE.
+int64_t next_axis_id(const std::vector<Axis>& axes);
+// Whether the kernel uses workgroup memory (DEFINE_LOCAL) or barriers.
+bool has_workgroup_memory(const ir::UOp& sink);
+
 // Whether the kernel's author already chose its shape: it has LOCAL, UPCAST, UNROLL or GROUP_REDUCE
 // ranges, or workgroup memory. The heuristics leave such kernels as they are.
 bool hand_optimized(const ir::UOp& sink);

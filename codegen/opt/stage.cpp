@@ -26,11 +26,6 @@ namespace {
 
 AxisType type_of(const UOp& r) { return r.arg_as<RangeArg>().type; }
 
-bool depends(const UOp& x, const UOp& r) {
-  const auto& t = x.toposort();
-  return std::find(t.begin(), t.end(), r) != t.end();
-}
-
 }  // namespace
 
 bool staged(const UOp& sink) {
@@ -42,43 +37,42 @@ bool staged(const UOp& sink) {
 UOp apply_stage(const UOp& sink, const std::vector<Axis>& axes, int64_t slot, const Target& t,
                 const std::function<OptError(const std::string&)>& refuse) {
   if (!t.gpu()) throw refuse(std::string(t.name) + " has no workgroup memory shared by work-items running side by side; STAGE is for GPU targets");
-  int64_t next_local = 0;
+  // What the kernel has already: workgroup memory only from earlier STAGEs (its ids and bytes), no
+  // copy of this buffer yet, no store to it.
+  const bool earlier_stage = staged(sink);
+  int64_t next_local = 0, bytes = 0;
+  auto is_slot = [&](const UOp& b) { return b.op() == Op::DEFINE_GLOBAL && b.arg_as<int64_t>() == slot; };
   for (const UOp& u : sink.toposort()) {
-    if (u.op() == Op::BARRIER && !staged(sink)) throw refuse("the kernel already uses workgroup memory");
-    if (u.op() == Op::DEFINE_LOCAL) next_local = std::max(next_local, u.arg_as<Ints>()[0] + 1);
+    if (u.op() == Op::BARRIER && !earlier_stage) throw refuse("the kernel already uses workgroup memory");
+    if (u.op() == Op::DEFINE_LOCAL) {
+      next_local = std::max(next_local, u.arg_as<Ints>()[0] + 1);
+      bytes += (u.arg_as<Ints>()[1] * u.dtype().itemsize() + 15) / 16 * 16;
+    }
+    if (u.op() != Op::STORE || u.src(0).op() != Op::INDEX) continue;
     // A copy of the buffer into a tile: STORE(tile[e], LOAD(buffer)).
-    if (u.op() == Op::STORE && buffer_of(u.src(0)).op() == Op::DEFINE_LOCAL && u.src(1).op() == Op::LOAD &&
-        buffer_of(u.src(1).src(0)).op() == Op::DEFINE_GLOBAL && buffer_of(u.src(1).src(0)).arg_as<int64_t>() == slot)
+    if (buffer_of(u.src(0)).op() == Op::DEFINE_LOCAL && u.src(1).op() == Op::LOAD && is_slot(buffer_of(u.src(1).src(0))))
       throw refuse("buffer " + std::to_string(slot) + " is staged already");
+    if (is_slot(buffer_of(u.src(0)))) throw refuse("the kernel stores to buffer " + std::to_string(slot) + ", so a copy of it could be stale");
   }
   if (has_tensor_core(sink)) throw refuse("the kernel runs on a tensor core, whose fragments are loaded per lane");
   std::vector<UOp> locals;  // work-item x (the lowest LOCAL axis id) first, as add_gpudims numbers them
-  int64_t workers = 1, next_id = 0;
+  int64_t workers = 1, next_id = next_axis_id(axes);
   for (const Axis& a : axes) {
-    next_id = std::max(next_id, a.id + 1);
     if (a.type == AxisType::LOCAL) locals.push_back(a.range), workers *= a.size;
     if (a.type == AxisType::WARP || a.type == AxisType::GROUP_REDUCE) throw refuse("the kernel's work-items already share work");
   }
   if (workers < 2) throw refuse("the workgroup has one work-item, with no one to share a tile with (LOCAL first)");
-  for (const UOp& u : sink.toposort())
-    if (u.op() == Op::STORE && u.src(0).op() == Op::INDEX && buffer_of(u.src(0)).op() == Op::DEFINE_GLOBAL &&
-        buffer_of(u.src(0)).arg_as<int64_t>() == slot)
-      throw refuse("the kernel stores to buffer " + std::to_string(slot) + ", so a copy of it could be stale");
 
   Scopes scopes(sink);
   std::unordered_map<UOp, UOp, UOpHash> repl;
-  int64_t bytes = 0;
-  for (const UOp& u : sink.toposort())
-    if (u.op() == Op::DEFINE_LOCAL) bytes += (u.arg_as<Ints>()[1] * u.dtype().itemsize() + 15) / 16 * 16;
   for (const UOp& u : sink.toposort()) {
     if (u.op() != Op::LOAD || u.src(0).op() != Op::INDEX || u.src(0).src().size() < 2) continue;
-    const UOp& buf = buffer_of(u.src(0));
-    if (buf.op() != Op::DEFINE_GLOBAL || buf.arg_as<int64_t>() != slot) continue;
+    if (!is_slot(buffer_of(u.src(0)))) continue;
     // The innermost reduce axis the load moves with, and the axes of its tile.
     UOp k;
     std::vector<UOp> tile;
     for (const UOp& r : scopes.list(scopes.of(u))) {
-      if (!depends(u, r)) continue;
+      if (!depends_on(u, r)) continue;
       AxisType ty = type_of(r);
       if (ty == AxisType::REDUCE && (!k || r.arg_as<RangeArg>().axis > k.arg_as<RangeArg>().axis)) k = r;
       if (ty == AxisType::LOCAL || ty == AxisType::UPCAST || ty == AxisType::UNROLL) {

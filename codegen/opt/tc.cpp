@@ -1,6 +1,7 @@
 // TC: a kernel's reduction onto a tensor core (codegen/tensor_core.h). The reduction must be a sum of
-// products of two half or bfloat16 values (or float32 ones, for NVIDIA's tf32 instruction), A moving along an output axis m that B does not move
-// along, B along an output axis n that A does not: C[m, n] = sum_k A[m, k] * B[k, n]. With the
+// products of two half or bfloat16 values (or float32 ones, for NVIDIA's tf32 instruction), A moving
+// along an output axis m that B does not move along, B along an output axis n that A does not:
+// C[m, n] = sum_k A[m, k] * B[k, n]. With the
 // tensor core's shape M x N x K:
 //   m = m' * M + (row),  n = n' * N + (col),  k = k' * K + (the k inside the instruction)
 // and a new WARP axis, the lanes of one wave (work-item dimension x). Lane l builds its fragments of
@@ -17,11 +18,6 @@
 namespace ugpu::codegen::opt {
 using namespace ir;
 namespace {
-
-bool depends(const UOp& x, const UOp& r) {
-  const auto& t = x.toposort();
-  return std::find(t.begin(), t.end(), r) != t.end();
-}
 
 bool tc_input(const UOp& x) { return x.dtype().scalar == ScalarType::Half || x.dtype().scalar == ScalarType::BFloat16; }
 
@@ -53,8 +49,7 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
   if (k.type != AxisType::REDUCE) throw refuse("TC takes the reduce axis that the tensor core sums over");
   for (const Axis& x : axes)
     if (x.type == AxisType::WARP) throw refuse("the kernel already runs on a tensor core");
-  for (const UOp& u : sink.toposort())
-    if (u.op() == Op::DEFINE_LOCAL || u.op() == Op::BARRIER) throw refuse("the kernel uses workgroup memory");
+  if (has_workgroup_memory(sink)) throw refuse("the kernel uses workgroup memory");
 
   // The one reduction over k: ADD of a product, with masks (WHERE(c, x, 0)) peeled off.
   UOp red;
@@ -89,7 +84,8 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
   auto only = [&](const UOp& yes, const UOp& no, int64_t size_multiple, int64_t skip) -> const Axis* {
     const Axis* best = nullptr;
     for (const Axis& a : axes)
-      if (is_output(a.type) && a.id != skip && a.size > 0 && depends(yes, a.range) && !depends(no, a.range) && a.size % size_multiple == 0) best = &a;
+      if (is_output(a.type) && a.id != skip && a.size > 0 && depends_on(yes, a.range) && !depends_on(no, a.range) && a.size % size_multiple == 0)
+        best = &a;
     return best;
   };
   UOp opa = p0, opb = p1;
@@ -111,7 +107,7 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
       if (end || !closes(u, m->range) || !closes(u, n->range)) throw refuse("the output axes are closed by more than one loop end");
       end = u;
     }
-  if (!end || !depends(end.src(0), red)) throw refuse("the reduction is not inside the loops of its output axes");
+  if (!end || !depends_on(end.src(0), red)) throw refuse("the reduction is not inside the loops of its output axes");
   int64_t locals = tc.threads, others = 0;
   for (const Axis& a : axes)
     if (a.type == AxisType::LOCAL) locals *= a.size, ++others;
@@ -119,12 +115,10 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
     throw refuse("the tensor core's " + std::to_string(tc.threads) + " lanes and the kernel's LOCAL axes do not fit a workgroup of " +
                  std::string(t.name));
   for (const UOp& mask : masks)
-    if (depends(mask, m->range) && depends(mask, n->range)) throw refuse("a mask of the products depends on both output axes");
+    if (depends_on(mask, m->range) && depends_on(mask, n->range)) throw refuse("a mask of the products depends on both output axes");
 
-  int64_t next_id = 0;
-  for (const Axis& a : axes) next_id = std::max(next_id, a.id + 1);
   UOp mo = UOp::range(m->size / tc.m, m->id, m->type), no = UOp::range(n->size / tc.n, n->id, n->type);
-  UOp ko = UOp::range(k.size / tc.k, k.id, AxisType::REDUCE), lane = UOp::range(tc.threads, next_id, AxisType::WARP);
+  UOp ko = UOp::range(k.size / tc.k, k.id, AxisType::REDUCE), lane = UOp::range(tc.threads, next_axis_id(axes), AxisType::WARP);
   auto at = [](const UOp& outer, int64_t size, const UOp& inner) { return outer * UOp::const_int(dtypes::index, size) + inner; };
 
   // The fragments. A mask goes with the operand whose axes it uses (one that uses neither with A).
@@ -136,7 +130,7 @@ UOp apply_tc(const UOp& sink, const std::vector<Axis>& axes, const Axis& k, int6
                                               {col_axis, at(col_outer, col_size, l.col.at(lane, i))}};
       UOp v = substitute(op, s);
       for (const UOp& mask : masks) {
-        bool on_b = depends(mask, n->range);
+        bool on_b = depends_on(mask, n->range);
         if (on_b != is_a) v = substitute(mask, s).where(v, UOp::const_float(v.dtype(), 0.0));
       }
       elems.push_back(v);
