@@ -1,5 +1,8 @@
 #include "sys/mmio.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -17,8 +20,15 @@ inline void store_order() {
 }
 }  // namespace
 
+std::unique_ptr<Mmio> Os::map_mmio(int fd, size_t len, uint64_t offset, const std::string& name) {
+  Mapping map(*this, (len + 4095) / 4096 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+  return std::make_unique<MappedMmio>(std::move(map), len, name);
+}
+
 MappedMmio::MappedMmio(Mapping mapping, std::string name)
     : mapping_(std::move(mapping)), base_(mapping_.data()), size_(mapping_.size()), name_(std::move(name)) {}
+MappedMmio::MappedMmio(Mapping mapping, size_t size, std::string name)
+    : mapping_(std::move(mapping)), base_(mapping_.data()), size_(std::min(size, mapping_.size())), name_(std::move(name)) {}
 
 void MappedMmio::check(uint64_t offset, uint64_t bytes, uint64_t align, const char* what) const {
   if (offset > size_ || bytes > size_ - offset)

@@ -59,6 +59,7 @@ class MappedMmio final : public Mmio {
  public:
   MappedMmio(void* base, size_t size, std::string name) : base_(static_cast<uint8_t*>(base)), size_(size), name_(std::move(name)) {}
   MappedMmio(Mapping mapping, std::string name);  // owns the mapping
+  MappedMmio(Mapping mapping, size_t size, std::string name);  // owns the mapping; accesses stay below size
   size_t size() const override { return size_; }
   const std::string& name() const { return name_; }
   uint8_t* base() const { return base_; }

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@
 #include "common/error.h"
 
 namespace ugpu::sys {
+
+class Mmio;
 
 class OsError : public Error {
  public:
@@ -58,6 +61,10 @@ class Os {
   virtual bool exists(const std::string& path) = 0;
   virtual std::string readlink(const std::string& path) = 0;
   virtual int eventfd(unsigned initial, int flags) = 0;
+  // A device range (a BAR's resourceN file, a vfio region) as an Mmio: by default mmap(MAP_SHARED) of
+  // `len` bytes at `offset` with volatile accesses (MappedMmio, sys/mmio.h). An emulated device whose
+  // registers have side effects answers with its own Mmio, so register writes reach its model.
+  virtual std::unique_ptr<Mmio> map_mmio(int fd, size_t len, uint64_t offset, const std::string& name);
 };
 
 // The kernel. Interrupted calls (EINTR) are restarted.

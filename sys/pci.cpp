@@ -188,8 +188,7 @@ Mmio& SysfsPciDevice::bar(int n) {
   if (!b.size) no_bar(addr_, n);
   if (b.flags & kResourceIo) throw Error("BAR" + std::to_string(n) + " of " + addr_ + " is an I/O-port BAR; only memory BARs can be mapped");
   Fd fd(os_, dir_ + "/resource" + std::to_string(n), O_RDWR | O_SYNC);
-  b.map = Mapping(os_, round_up(b.size, kPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-  b.mmio = std::make_unique<MappedMmio>(b.map.data(), b.size, "BAR" + std::to_string(n) + " of " + addr_);
+  b.mmio = os_.map_mmio(fd.get(), b.size, 0, "BAR" + std::to_string(n) + " of " + addr_);
   return *b.mmio;
 }
 
@@ -312,8 +311,7 @@ Mmio& VfioPciDevice::bar(int n) {
   if (!r.size) no_bar(addr_, n);
   if (!(r.flags & VFIO_REGION_INFO_FLAG_MMAP))
     throw Error("BAR" + std::to_string(n) + " of " + addr_ + " cannot be mapped through vfio (region flags " + hex(r.flags) + "; an I/O-port BAR?)");
-  r.map = Mapping(os_, round_up(r.size, kPage), PROT_READ | PROT_WRITE, MAP_SHARED, device_.get(), r.offset);
-  r.mmio = std::make_unique<MappedMmio>(r.map.data(), r.size, "BAR" + std::to_string(n) + " of " + addr_);
+  r.mmio = os_.map_mmio(device_.get(), r.size, r.offset, "BAR" + std::to_string(n) + " of " + addr_);
   return *r.mmio;
 }
 

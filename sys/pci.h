@@ -85,8 +85,7 @@ class SysfsPciDevice final : public PciDevice {
  private:
   struct Bar {
     uint64_t size = 0, flags = 0;  // from the `resource` table
-    Mapping map;
-    std::unique_ptr<MappedMmio> mmio;
+    std::unique_ptr<Mmio> mmio;
   };
   Os& os_;
   std::string addr_, dir_;
@@ -112,8 +111,7 @@ class VfioPciDevice final : public PciDevice {
   struct Region {
     uint64_t size = 0, offset = 0;
     uint32_t flags = 0;
-    Mapping map;
-    std::unique_ptr<MappedMmio> mmio;
+    std::unique_ptr<Mmio> mmio;
   };
   Os& os_;
   std::string addr_, group_id_;

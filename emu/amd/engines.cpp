@@ -254,8 +254,8 @@ bool QueueEngine::pm4(const DecodedPacket& p, int depth) {
     }
     // Registers: the HDP flush handshake (write REQ, wait for DONE), which completes at once here.
     uint32_t poll = static_cast<uint32_t>(addr), write = static_cast<uint32_t>(addr >> 32);
-    uint32_t req = gpu_.bases.nbio[gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_REQ.segment] + gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_REQ.offset;
-    uint32_t done = gpu_.bases.nbio[gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE.segment] + gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE.offset;
+    uint32_t req = hw::amd::address_of(gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_REQ, gpu_.bases);
+    uint32_t done = hw::amd::address_of(gfx11::BIF_BX_PF0_GPU_HDP_FLUSH_DONE, gpu_.bases);
     if (p.get(W::operation) == 1 && write != req)
       return device_fault("WAIT_REG_MEM writes register " + hex(write) + ", which the emulator does not model");
     if (poll != done) return device_fault("WAIT_REG_MEM polls register " + hex(poll) + ", which the emulator does not model");
@@ -311,7 +311,7 @@ bool QueueEngine::dispatch(const DecodedPacket& p) {
   using D = pm4::DispatchDirect;
   namespace init = gfx11::COMPUTE_DISPATCH_INITIATOR_fields;
   namespace tmp = gfx11::COMPUTE_TMPRING_SIZE_fields;
-  auto r = [&](const hw::amd::Register& x) { return sh_[gpu_.bases.gc[x.segment] + x.offset - pm4::kSetShRegStart]; };
+  auto r = [&](const hw::amd::Register& x) { return sh_[hw::amd::address_of(x, gpu_.bases) - pm4::kSetShRegStart]; };
   uint32_t initiator = static_cast<uint32_t>(p.get(D::initiator));
   if (!init::COMPUTE_SHADER_EN.get(initiator)) return device_fault("DISPATCH_DIRECT without COMPUTE_SHADER_EN");
   if (!init::CS_W32_EN.get(initiator)) return device_fault("a wave64 dispatch (CS_W32_EN clear): the emulator runs wave32 only");
@@ -335,7 +335,7 @@ bool QueueEngine::dispatch(const DecodedPacket& p) {
   }
   uint32_t users = hw::amd::rsrc2::kUserSgprCount.get(kd.compute_pgm_rsrc2);
   if (users > 16) return device_fault("RSRC2 asks for " + std::to_string(users) + " user SGPRs; COMPUTE_USER_DATA has 16");
-  const uint32_t user_data = gpu_.bases.gc[gfx11::COMPUTE_USER_DATA_0.segment] + gfx11::COMPUTE_USER_DATA_0.offset - pm4::kSetShRegStart;
+  const uint32_t user_data = hw::amd::address_of(gfx11::COMPUTE_USER_DATA_0, gpu_.bases) - pm4::kSetShRegStart;
   for (uint32_t i = 0; i < users; ++i) d.user_sgprs[i] = sh_[user_data + i];
   d.workgroups = {static_cast<uint32_t>(p.get(D::dim_x)), static_cast<uint32_t>(p.get(D::dim_y)), static_cast<uint32_t>(p.get(D::dim_z))};
   d.workgroup_size = {r(gfx11::COMPUTE_NUM_THREAD_X) & 0x3ff, r(gfx11::COMPUTE_NUM_THREAD_Y) & 0x3ff, r(gfx11::COMPUTE_NUM_THREAD_Z) & 0x3ff};

@@ -306,6 +306,13 @@ void* VirtualOs::mmap(void* addr, size_t len, int prot, int flags, int fd, uint6
   return p;
 }
 
+std::unique_ptr<sys::Mmio> VirtualOs::map_mmio(int fd, size_t len, uint64_t offset, const std::string& name) {
+  auto f = file(fd, "mmap");
+  if (f->dev)
+    if (auto m = f->dev->mmio(offset, len, name)) return m;
+  return Os::map_mmio(fd, len, offset, name);
+}
+
 void VirtualOs::munmap(void* addr, size_t) {
   std::lock_guard lock(mu_);
   auto it = maps_.find(reinterpret_cast<uintptr_t>(addr));

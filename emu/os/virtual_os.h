@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 
+#include "sys/mmio.h"
 #include "sys/os.h"
 
 namespace ugpu::emu {
@@ -35,6 +36,9 @@ class VirtualFile {
   // is asked instead, and MAP_FIXED is refused with EINVAL).
   virtual void* map_pages(void* /*addr*/, uint64_t /*offset*/, size_t /*len*/, int /*prot*/, int /*flags*/) { return nullptr; }
   virtual long pread(std::span<uint8_t> /*dst*/, uint64_t /*offset*/) { return -EINVAL; }
+  // A register range whose accesses the model sees (an emulated BAR): what map_mmio() of this file
+  // returns. nullptr: the file's memory is plain (mmap() is asked, as for any mapping).
+  virtual std::unique_ptr<sys::Mmio> mmio(uint64_t /*offset*/, size_t /*len*/, const std::string& /*name*/) { return nullptr; }
   virtual long pwrite(std::span<const uint8_t> /*src*/, uint64_t /*offset*/) { return -EINVAL; }
 };
 // A VirtualFile from functions, for tests and small fakes; an unset function behaves as the default.
@@ -90,6 +94,7 @@ class VirtualOs : public sys::Os {
   std::vector<std::string> listdir(const std::string& path) override;
   bool exists(const std::string& path) override;
   std::string readlink(const std::string& path) override;
+  std::unique_ptr<sys::Mmio> map_mmio(int fd, size_t len, uint64_t offset, const std::string& name) override;
   int eventfd(unsigned initial, int flags) override;  // pread/pwrite of 8 bytes take/add to the counter
 
  private:

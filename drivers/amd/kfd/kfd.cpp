@@ -163,8 +163,8 @@ KfdInterface::KfdInterface(std::shared_ptr<sys::Os> os, const AmdOptions& o) {
     std::string w;
     for (size_t i = 0; i < n && in >> w; ++i) out[i] = static_cast<uint32_t>(std::stoul(w, nullptr, 16));
   };
-  read_bases("GC", facts_.bases.gc, 2);
-  read_bases("NBIF", facts_.bases.nbio, 3);
+  read_bases("GC", facts_.bases[hw::amd::Ip::GC].data(), 2);
+  read_bases("NBIF", facts_.bases[hw::amd::Ip::NBIO].data(), 3);
   facts_.interface = "kfd " + std::to_string(v.major_version) + "." + std::to_string(v.minor_version) + ", " + render;
 
   kfd::AcquireVm vm{static_cast<uint32_t>(f.render.get()), f.gpu_id};

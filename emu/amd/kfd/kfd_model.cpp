@@ -437,9 +437,9 @@ std::shared_ptr<KfdGpu> install_kfd_gpu(VirtualOs& os, const GpuConfig& cfg) {
     int hwid, major, minor, rev;
     std::vector<uint32_t> bases;
   };
-  const Ip ips[] = {{"GC", 11, 11, 0, 0, {b.gc[0], b.gc[1], 0x1C000, 0x2402C00}},
+  const Ip ips[] = {{"GC", 11, 11, 0, 0, {b[hw::amd::Ip::GC][0], b[hw::amd::Ip::GC][1], 0x1C000, 0x2402C00}},
                     {"SDMA0", 42, 6, 0, 0, {0x1260, 0xA000, 0x1C000, 0x2402C00}},
-                    {"NBIF", 108, 4, 3, 0, {b.nbio[0], b.nbio[1], b.nbio[2], 0x10400, 0x241B000}}};
+                    {"NBIF", 108, 4, 3, 0, {b[hw::amd::Ip::NBIO][0], b[hw::amd::Ip::NBIO][1], b[hw::amd::Ip::NBIO][2], 0x10400, 0x241B000}}};
   for (const Ip& ip : ips) {
     std::string d = dev + "/ip_discovery/die/0/" + std::to_string(ip.hwid);
     os.add_symlink(dev + "/ip_discovery/die/0/" + ip.name, std::to_string(ip.hwid));
