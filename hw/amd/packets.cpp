@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/hex.h"
+#include "hw/amd/am11_regs.h"
 #include "hw/amd/gfx11_regs.h"
 #include "hw/amd/pm4.h"
 #include "hw/amd/sdma6_packets.h"
@@ -109,6 +110,8 @@ DecodedPacket decode_packet(Engine e, std::span<const uint32_t> stream) {
 
 std::string register_name(uint32_t a, const IpBases& b) {
   for (const Register& r : gfx11::kRegisters)
+    if (address_of(r, b) == a) return r.name;
+  for (const Register& r : am11::kRegisters)
     if (address_of(r, b) == a) return r.name;
   return "";
 }
