@@ -4,9 +4,11 @@
 #include <functional>
 
 #include "codegen/compiler.h"
+#include "drivers/amd/am/am.h"
 #include "drivers/amd/kfd/kfd.h"
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/nv/rm/rm_gpu.h"
+#include "emu/amd/am/am_card.h"
 #include "emu/amd/kfd/kfd_model.h"
 #include "emu/nv/rm/rm_model.h"
 
@@ -33,6 +35,29 @@ std::unique_ptr<hcq::Device> open_emu_amd() {
   });
   return dev;
 }
+std::unique_ptr<hcq::Device> open_amd_pci() {
+  amd::AmdOptions o;
+  o.name = "amd:pci";
+  return amd::open_am(std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}), o);
+}
+std::unique_ptr<hcq::Device> open_amd() { return sys::posix_os().exists("/dev/kfd") ? open_amd_kfd() : open_amd_pci(); }
+// The register-level card: the AM driver boots it from the firmware files as it boots silicon.
+std::unique_ptr<hcq::Device> open_emu_amd_pci() {
+  auto os = std::make_shared<emu::VirtualOs>();
+  emu::amd::AmCardConfig cfg;
+  cfg.firmware_dir = amd::am::Firmware::default_dir();
+  auto gpu = emu::amd::install_am_gpu(*os, cfg);
+  amd::AmdOptions o;
+  o.name = "emu:amd:pci", o.kind = "emulated gpu";
+  amd::am::AmOptions am;
+  am.address = cfg.address, am.reset_settle = std::chrono::milliseconds(0);
+  auto dev = amd::open_am(os, o, am);
+  dev->set_instruction_counter([card = std::weak_ptr(gpu)] {
+    auto g = card.lock();
+    return g ? g->stats().wave_instructions : 0;
+  });
+  return dev;
+}
 std::unique_ptr<hcq::Device> open_nv() {
   nv::NvOptions o;
   return nv::open_nv(std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}), o);
@@ -50,14 +75,20 @@ std::unique_ptr<hcq::Device> open_emu_nv() {
   return dev;
 }
 // One row per device string, in the order `ugpu devices` lists them; a new way in or vendor is a new
-// row (docs/adding-a-device.md). amd:pci, amd:usb and qcom join as their drivers land.
+// row (docs/adding-a-device.md). amd:usb and qcom join as their drivers land.
 const std::vector<Driver>& drivers() {
   static const std::vector<Driver> d = {
       {{"cpu", "the host CPU: x86 kernels from LLVM, spread over worker threads"}, [] { return std::make_unique<cpu::CpuDevice>(); }},
       {{"emu:amd", "an emulated Radeon RX 7900 XTX class GPU (gfx1100) behind an emulated amdkfd: the AMD driver end to end, no GPU needed"},
        open_emu_amd},
+      {{"emu:amd:pci",
+        "an emulated RX 7900 XTX class GPU (gfx1100) as registers behind an emulated PCI device: the AM driver boots it from the "
+        "firmware files (PSP, SMU, GMC, IH, MEC, SDMA) with no kernel driver, no GPU needed"},
+       open_emu_amd_pci},
       {{"amd:kfd", "an AMD GPU through the amdgpu kernel driver (/dev/kfd): PM4 compute and SDMA copy queues, no ROCm", true}, open_amd_kfd},
-      {{"amd", "the first AMD GPU: amd:kfd (the only AMD path built so far)", true}, open_amd_kfd},
+      {{"amd:pci", "an AMD GPU (gfx1100) with no kernel driver: booted from userspace over vfio-pci or sysfs (root), firmware from /lib/firmware/amdgpu", true},
+       open_amd_pci},
+      {{"amd", "the first AMD GPU: amd:kfd when /dev/kfd exists, else amd:pci", true}, open_amd},
       {{"emu:nv",
         "an emulated NVIDIA H100 (sm_90, Hopper classes) behind an emulated nvidia.ko RM and UVM: the NVIDIA driver end to end, "
         "kernels run as PTX, no GPU needed"},

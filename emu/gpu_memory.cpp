@@ -96,15 +96,22 @@ GpuMemory::Use::~Use() {
 }
 
 std::optional<Memory::Span> GpuMemory::translate(uint64_t address, uint64_t size, Access access) {
-  std::shared_lock lock(mu_);
-  auto it = by_va_.upper_bound(address);
-  if (it == by_va_.begin()) return std::nullopt;
-  const Mapping& m = std::prev(it)->second;
-  uint64_t off = address - m.va;
-  if (off >= m.length || size > m.length - off) return std::nullopt;
-  if ((access == Access::Write || access == Access::Atomic) && !m.writable) return std::nullopt;
-  if (access == Access::Execute && !m.executable) return std::nullopt;
-  return Span{m.va, m.pages->host + m.offset, m.length, m.writable};
+  for (int attempt = 0;; ++attempt) {
+    {
+      std::shared_lock lock(mu_);
+      auto it = by_va_.upper_bound(address);
+      if (it != by_va_.begin()) {
+        const Mapping& m = std::prev(it)->second;
+        uint64_t off = address - m.va;
+        if (off < m.length && size <= m.length - off) {
+          if ((access == Access::Write || access == Access::Atomic) && !m.writable) return std::nullopt;
+          if (access == Access::Execute && !m.executable) return std::nullopt;
+          return Span{m.va, m.pages->host + m.offset, m.length, m.writable};
+        }
+      }
+    }
+    if (attempt || !fill || !fill(address)) return std::nullopt;
+  }
 }
 
 uint8_t* GpuMemory::host(uint64_t address, uint64_t size, Access access) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,10 @@ class GpuMemory : public Memory {
   size_t mappings() const;
 
   std::optional<Span> translate(uint64_t address, uint64_t size, Access access) override;
+  // For a GPU whose translations come from page tables in its own memory (the AM card's GMC): called
+  // on a miss, without the lock, to map what covers `address` as a TLB fill walks it; false when nothing
+  // does (the access then faults). translate() retries once after a fill.
+  std::function<bool(uint64_t address)> fill;
   // Host pointer for [address, address + size) if it is mapped with that access, else nullptr.
   uint8_t* host(uint64_t address, uint64_t size, Access access);
 

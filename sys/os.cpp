@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -147,6 +148,11 @@ std::string PosixOs::readlink(const std::string& path) {
     if (n < 0) throw_os_error(errno, "readlink " + path);
     if (size_t(n) < cap) return buf.substr(0, size_t(n));
   }
+}
+
+int PosixOs::flock(int fd, int operation) {
+  int r = retry([&] { return ::flock(fd, operation); });
+  return r < 0 ? -errno : 0;
 }
 
 int PosixOs::eventfd(unsigned initial, int flags) {

@@ -61,6 +61,9 @@ class Os {
   virtual bool exists(const std::string& path) = 0;
   virtual std::string readlink(const std::string& path) = 0;
   virtual int eventfd(unsigned initial, int flags) = 0;
+  // An advisory whole-file lock (LOCK_EX / LOCK_SH, | LOCK_NB; LOCK_UN), released with the fd.
+  // Returns 0 or -errno (EWOULDBLOCK when LOCK_NB and another open file holds it), as ioctl does.
+  virtual int flock(int fd, int operation) = 0;
   // A device range (a BAR's resourceN file, a vfio region) as an Mmio: by default mmap(MAP_SHARED) of
   // `len` bytes at `offset` with volatile accesses (MappedMmio, sys/mmio.h). An emulated device whose
   // registers have side effects answers with its own Mmio, so register writes reach its model.
@@ -83,6 +86,7 @@ class PosixOs : public Os {
   bool exists(const std::string& path) override;
   std::string readlink(const std::string& path) override;
   int eventfd(unsigned initial, int flags) override;
+  int flock(int fd, int operation) override;
 };
 Os& posix_os();  // one stateless PosixOs for the process
 

@@ -163,6 +163,7 @@ uint64_t AmdDevice::ring_waits() const {
 
 void AmdDevice::on_fail() {
   if (!queues_live_.exchange(false)) return;
+  if (failed()) way_in_->failed();
   way_in_->stop_queues();
 }
 

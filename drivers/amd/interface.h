@@ -1,6 +1,6 @@
 // How the AMD driver reaches a GPU: one implementation per way in, under one AmdDevice (docs/amd.md).
-// kfd/ implements it with amdgpu.ko's /dev/kfd; am/ (no kernel driver, over a sys::PciDevice, and so
-// also over the USB bridge) is the next. AmdDevice owns everything above this line — rings, signals,
+// kfd/ implements it with amdgpu.ko's /dev/kfd; am/ with no kernel driver, over a sys::PciDevice (and
+// so, later, over the USB bridge). AmdDevice owns everything above this line — rings, signals,
 // submission, programs, scratch — and asks the interface only for what differs per way in: memory,
 // hardware queues with their doorbells, the interrupt a signal raises, and waiting for progress or a
 // fault.
@@ -61,6 +61,8 @@ class AmdInterface {
   virtual Queue create_queue(const QueueSpec& q) = 0;
   // Stops every queue at once (preempting what runs); called once, when the device fails or closes.
   virtual void stop_queues() noexcept = 0;
+  // The device failed (a fault, or a hang that timed out); called before stop_queues.
+  virtual void failed() noexcept {}
 
   // What a signal writes, with an interrupt, to wake a host sleeping in wait_for_progress.
   struct Interrupt {

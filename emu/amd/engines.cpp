@@ -236,7 +236,7 @@ bool QueueEngine::pm4(const DecodedPacket& p, int depth) {
     }
     uint64_t is = p.get(R::int_sel);
     if (is > pm4::kIntAfterWrite) return device_fault("RELEASE_MEM int_sel " + std::to_string(is));
-    if (is != pm4::kIntNone) gpu_.on_interrupt(static_cast<uint32_t>(p.get(R::int_ctxid)));
+    if (is != pm4::kIntNone) gpu_.on_interrupt(static_cast<uint32_t>(p.get(R::int_ctxid)), QueueKind::Compute);
     return true;
   }
   if (f == &pm4::WaitRegMem::format) {
@@ -388,7 +388,7 @@ bool QueueEngine::sdma(const DecodedPacket& p, int depth) {
     return true;
   }
   if (f == &sdma::Trap::format) {
-    gpu_.on_interrupt(static_cast<uint32_t>(p.get(sdma::Trap::int_context)));
+    gpu_.on_interrupt(static_cast<uint32_t>(p.get(sdma::Trap::int_context)), QueueKind::Sdma);
     return true;
   }
   if (f == &sdma::PollRegmem::format) {

@@ -21,6 +21,8 @@
 
 namespace ugpu::emu::amd {
 
+enum class QueueKind { Compute, Sdma };
+
 // What every engine of one GPU shares.
 struct GpuContext {
   GpuMemory& memory;
@@ -30,15 +32,13 @@ struct GpuContext {
   hw::amd::IpBases bases;
   // Interrupt sources: an end-of-pipe / trap interrupt with its context id, a GPU page fault, and a
   // device fault (bad packet, illegal instruction) with its decoded message.
-  std::function<void(uint32_t ctxid)> on_interrupt;
+  std::function<void(uint32_t ctxid, QueueKind from)> on_interrupt;
   std::function<void(uint64_t va, Access access, const std::string& message)> on_page_fault;
   std::function<void(const std::string& message)> on_device_fault;
   std::atomic<uint64_t> dispatches{0}, wave_instructions{0}, packets{0};
   explicit GpuContext(GpuMemory& m) : memory(m) {}
   static uint64_t clock();  // the GPU clock counter: 100 MHz
 };
-
-enum class QueueKind { Compute, Sdma };
 
 struct QueueSetup {
   QueueKind kind;

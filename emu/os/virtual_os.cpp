@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -243,6 +244,21 @@ void VirtualOs::close(int fd) {
   std::shared_ptr<OpenFile> f;  // released outside the lock: a VirtualFile's destructor may call back in
   std::lock_guard lock(mu_);
   if (auto it = fds_.find(fd); it != fds_.end()) f = std::move(it->second), fds_.erase(it);
+  std::erase_if(locks_, [fd](const auto& l) { return l.second == fd; });
+}
+
+int VirtualOs::flock(int fd, int operation) {
+  std::lock_guard lock(mu_);
+  auto it = fds_.find(fd);
+  if (it == fds_.end()) return -EBADF;
+  const std::string& path = it->second->path;
+  if (operation & LOCK_UN) {
+    if (auto l = locks_.find(path); l != locks_.end() && l->second == fd) locks_.erase(l);
+    return 0;
+  }
+  auto [l, fresh] = locks_.try_emplace(path, fd);
+  if (fresh || l->second == fd) return 0;
+  return (operation & LOCK_NB) ? -EWOULDBLOCK : -EDEADLK;  // a blocking wait would never end in one process
 }
 
 int VirtualOs::ioctl(int fd, unsigned long request, void* arg) {

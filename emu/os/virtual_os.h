@@ -95,6 +95,7 @@ class VirtualOs : public sys::Os {
   bool exists(const std::string& path) override;
   std::string readlink(const std::string& path) override;
   std::unique_ptr<sys::Mmio> map_mmio(int fd, size_t len, uint64_t offset, const std::string& name) override;
+  int flock(int fd, int operation) override;          // per path, exclusive only (LOCK_SH is taken as LOCK_EX)
   int eventfd(unsigned initial, int flags) override;  // pread/pwrite of 8 bytes take/add to the counter
 
  private:
@@ -115,6 +116,7 @@ class VirtualOs : public sys::Os {
   std::map<std::string, std::shared_ptr<Node>> nodes_;
   std::map<std::string, int> open_errno_;
   std::map<int, std::shared_ptr<OpenFile>> fds_;
+  std::map<std::string, int> locks_;  // path -> the fd holding its flock
   std::map<uintptr_t, Map> maps_;
   int next_fd_ = 1000;  // far from the process's real fds, so a stray real syscall on one fails loudly
 };

@@ -26,10 +26,7 @@ std::vector<uint8_t> slurp(const std::string& p) {
 }  // namespace
 
 TEST_CASE("am firmware: every gfx1100 file of firmware-amd-graphics parses into the PSP's load list") {
-  if (!have_debian_firmware()) {
-    MESSAGE("skipped: no " << amd::am::Firmware::default_dir() << "/psp_13_0_0_sos.bin (scripts/setup --tests installs firmware-amd-graphics)");
-    return;
-  }
+  REQUIRE_MESSAGE(have_debian_firmware(), "no " << amd::am::Firmware::default_dir() << "/psp_13_0_0_sos.bin: scripts/setup --tests installs firmware-amd-graphics");
   auto fw = amd::am::Firmware::load(sys::posix_os(), amd::am::Firmware::default_dir(), kNavi31);
   CHECK(fw.files.size() == 8);
   // Bootloader: KDB, SPL (the KDB blob again), SYS_DRV, SOS.
@@ -63,7 +60,7 @@ TEST_CASE("am firmware: missing and damaged files are errors naming the file and
   os.add_dir("/fw");
   CHECK_THROWS_WITH_AS(amd::am::Firmware::load(os, "/fw", kNavi31), Contains("firmware /fw/psp_13_0_0_sos.bin is missing"), Error);
   CHECK_THROWS_WITH_AS(amd::am::Firmware::load(os, "/fw", kNavi31), Contains("firmware-amd-graphics"), Error);
-  if (!have_debian_firmware()) return;
+  REQUIRE_MESSAGE(have_debian_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
   const std::string dir = amd::am::Firmware::default_dir();
   struct Case {
     const char* file;

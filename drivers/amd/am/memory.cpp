@@ -17,7 +17,7 @@ std::string mib(uint64_t b) { return std::to_string(b >> 20) + " MiB"; }
 AmMemory::AmMemory(const hw::amd::PteFormat& f, VramWindow vram, uint64_t boot_bytes, uint64_t reserved_top, uint64_t va_base,
                    uint64_t va_bytes)
     : f_(f), vram_(vram), boot_bytes_(boot_bytes),
-      visible_(boot_bytes, std::min(vram.host_bytes, vram.bytes - reserved_top) - boot_bytes, kPage), va_(va_base, va_bytes, kPage) {
+      visible_(boot_bytes, std::min(vram.host_bytes, vram.bytes - reserved_top) - boot_bytes, kPage), va_(va_base, va_bytes, kPage), va_start_(va_base) {
   uint64_t end = vram.bytes - reserved_top;
   if (vram.host_bytes < end) hidden_.emplace(vram.host_bytes, end - vram.host_bytes, kPage);
   root_ = new_table();
@@ -112,7 +112,7 @@ void AmMemory::write_entry(Table& t, uint64_t index, uint64_t value) {
 void AmMemory::map_leaf(uint64_t va, uint64_t pa, uint64_t size, int level, const Chunk& c, uint32_t fragment, Access a) {
   Table* t = root_.get();
   for (int l = 0; l < level; ++l) {
-    uint64_t i = (va >> hw::amd::kLevelShift[l]) & (hw::amd::kEntriesPerTable - 1);
+    uint64_t i = index(va, l);
     if (!t->children[i]) {
       if (hw::amd::decode_pte(f_, t->entries[i]).leaf_pde)
         throw Error("GPU VA " + hex(va) + " is already mapped by a " + mib(uint64_t(1) << hw::amd::kLevelShift[l]) + " page");
@@ -123,7 +123,7 @@ void AmMemory::map_leaf(uint64_t va, uint64_t pa, uint64_t size, int level, cons
     }
     t = t->children[i].get();
   }
-  uint64_t i = (va >> hw::amd::kLevelShift[level]) & (hw::amd::kEntriesPerTable - 1);
+  uint64_t i = index(va, level);
   if (t->children[i] || hw::amd::decode_pte(f_, t->entries[i]).valid) throw Error("GPU VA " + hex(va) + " is already mapped");
   hw::amd::Pte e;
   e.valid = e.readable = true, e.writeable = a.writable, e.executable = a.executable;
@@ -182,7 +182,7 @@ void AmMemory::unmap(uint64_t va, uint64_t bytes) {
       int l = 0;
       uint64_t i = 0;
       for (;; ++l) {
-        i = (v >> hw::amd::kLevelShift[l]) & (hw::amd::kEntriesPerTable - 1);
+        i = index(v, l);
         if (l == 3 || !t->children[i]) break;
         t = t->children[i].get();
       }
@@ -198,7 +198,7 @@ std::optional<AmMemory::Leaf> AmMemory::lookup(uint64_t va) const {
   std::lock_guard lock(mu_);
   const Table* t = root_.get();
   for (int l = 0; l < hw::amd::kPageTableLevels; ++l) {
-    uint64_t i = (va >> hw::amd::kLevelShift[l]) & (hw::amd::kEntriesPerTable - 1);
+    uint64_t i = index(va, l);
     uint64_t e = t->entries[i];
     auto p = hw::amd::decode_pte(f_, e);
     if (!p.valid) return std::nullopt;

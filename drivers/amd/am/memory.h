@@ -31,7 +31,8 @@ class AmMemory {
  public:
   // [0, boot_bytes) of VRAM is set aside for firmware and rings (boot_alloc), reserved_top bytes at the
   // end stay untouched (the discovery table, firmware-reserved memory); the rest is for buffers and
-  // page tables. GPU virtual addresses are handed out from [va_base, va_base + va_bytes).
+  // page tables. GPU virtual addresses are handed out from [va_base, va_base + va_bytes), which is also
+  // where the tables start (VM_CONTEXT0_PAGE_TABLE_START_ADDR).
   AmMemory(const hw::amd::PteFormat& f, VramWindow vram, uint64_t boot_bytes, uint64_t reserved_top, uint64_t va_base, uint64_t va_bytes);
 
   const VramWindow& vram() const { return vram_; }
@@ -75,6 +76,10 @@ class AmMemory {
     std::array<uint64_t, hw::amd::kEntriesPerTable> entries{};
     std::array<std::unique_ptr<Table>, hw::amd::kEntriesPerTable> children;
   };
+  // The entry of `va` in its level-`level` table: walks index from PAGE_TABLE_START_ADDR, not from 0.
+  uint64_t index(uint64_t va, int level) const {
+    return ((va - va_start_) >> hw::amd::kLevelShift[level]) & (hw::amd::kEntriesPerTable - 1);
+  }
   std::unique_ptr<Table> new_table();
   void write_entry(Table& t, uint64_t index, uint64_t value);
   void map_leaf(uint64_t va, uint64_t pa, uint64_t size, int level, const Chunk& c, uint32_t fragment, Access a);
@@ -85,6 +90,7 @@ class AmMemory {
   mutable std::mutex mu_;
   hcq::RangeAllocator visible_, va_;        // VRAM inside BAR0, GPU VA
   std::optional<hcq::RangeAllocator> hidden_;  // VRAM beyond BAR0 (none with a BAR that covers it all)
+  uint64_t va_start_;
   std::unique_ptr<Table> root_;
   size_t tables_ = 0;
 };

@@ -34,7 +34,7 @@ class Card : public KfdGpu, public std::enable_shared_from_this<Card> {
  public:
   Card(VirtualOs& os, const GpuConfig& cfg) : os_(os), cfg_(cfg), gpu_memory_(cfg.vram_bytes), memory_(gpu_memory_), ctx_(gpu_memory_) {
     ctx_.executor_threads = cfg.executor_threads;
-    ctx_.on_interrupt = [this](uint32_t id) { interrupt(id); };
+    ctx_.on_interrupt = [this](uint32_t id, QueueKind) { interrupt(id); };
     ctx_.on_page_fault = [this](uint64_t va, Access a, const std::string& m) { page_fault(va, a, m); };
     ctx_.on_device_fault = [this](const std::string& m) { device_fault(m); };
     void* d = ::mmap(nullptr, kfd::kDoorbellPagesSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -1,0 +1,89 @@
+// SMU v13.0 (MP1): the message mailbox — the driver table, features on, and the mode-1 reset that
+// returns a GPU some other driver (or a crashed run) left running to its boot state.
+#include <thread>
+
+#include "common/error.h"
+#include "common/hex.h"
+#include "drivers/amd/am/am_gpu.h"
+#include "hw/amd/am11_regs.h"
+#include "hw/amd/psp.h"
+
+namespace ugpu::amd::am {
+namespace r = hw::amd::am11;
+
+namespace {
+// smu_v13_0_0_ppsmc.h.
+constexpr uint32_t kGetSmuVersion = 0x02, kEnableAllSmuFeatures = 0x06, kSetDriverDramAddrHigh = 0x0E, kSetDriverDramAddrLow = 0x0F,
+                   kMode1Reset = 0x2F;
+const char* response_name(uint32_t v) {
+  switch (v) {
+    case 0xFF: return "failed";
+    case 0xFE: return "unknown message";
+    case 0xFD: return "rejected: prerequisites not met";
+    case 0xFC: return "rejected: busy";
+  }
+  return "unexpected response";
+}
+}  // namespace
+
+void Smu::init_sw() { table_ = g.boot(0x4000); }
+
+uint32_t Smu::send(uint32_t msg, uint32_t param, const char* what) {
+  Regs& x = g.regs();
+  const auto timeout = g.options().timeout;
+  x.write(r::MP1_SMN_C2PMSG_90, 0);
+  x.write(r::MP1_SMN_C2PMSG_82, param);
+  x.write(r::MP1_SMN_C2PMSG_66, msg);
+  sent_ = true;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  uint32_t resp;
+  while ((resp = x.read(r::MP1_SMN_C2PMSG_90)) == 0) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error(std::string("SMU: ") + what + " (message " + hex(msg) + "): no answer in " + std::to_string(timeout.count()) +
+                  " ms (MP1 C2PMSG_90 stays 0); the SMU firmware is not running — was it loaded through the PSP?");
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  if (resp != 1)
+    throw Error(std::string("SMU: ") + what + " (message " + hex(msg) + ", argument " + hex(param) + ") answered " + hex(resp) + ": " +
+                response_name(resp));
+  return x.read(r::MP1_SMN_C2PMSG_82);
+}
+
+bool Smu::alive() {
+  try {
+    Regs& x = g.regs();
+    x.write(r::MP1_SMN_C2PMSG_90, 0);
+    x.write(r::MP1_SMN_C2PMSG_82, 0);
+    x.write(r::MP1_SMN_C2PMSG_66, kGetSmuVersion);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (std::chrono::steady_clock::now() < deadline)
+      if (x.read(r::MP1_SMN_C2PMSG_90)) return sent_ = true;
+  } catch (const Error&) {
+  }
+  return false;
+}
+
+void Smu::mode1_reset() {
+  Regs& x = g.regs();
+  x.write(r::MP1_SMN_C2PMSG_90, 0);
+  x.write(r::MP1_SMN_C2PMSG_82, 0);
+  x.write(r::MP1_SMN_C2PMSG_66, kMode1Reset);
+  sent_ = false;
+  // The GPU comes back with the PSP in its bootloader; registers are not to be touched for a while.
+  std::this_thread::sleep_for(g.options().reset_settle);
+  x.wait(r::MP0_SMN_C2PMSG_81, 0xFFFFFFFF, 0, g.options().timeout, "mode-1 reset: waiting for the PSP to return to its bootloader");
+}
+
+void Smu::init_hw(bool warm) {
+  if (warm) {
+    send(kGetSmuVersion, 0, "GetSmuVersion");
+    return;
+  }
+  send(kSetDriverDramAddrHigh, uint32_t(table_.mc >> 32), "SetDriverDramAddrHigh");
+  send(kSetDriverDramAddrLow, uint32_t(table_.mc), "SetDriverDramAddrLow");
+  send(kEnableAllSmuFeatures, 0, "EnableAllSmuFeatures");
+  uint32_t v = send(kGetSmuVersion, 0, "GetSmuVersion");
+  g.step("SMU", "firmware " + std::to_string(v >> 16 & 0xFF) + "." + std::to_string(v >> 8 & 0xFF) + "." + std::to_string(v & 0xFF));
+}
+
+}  // namespace ugpu::amd::am
