@@ -92,7 +92,8 @@ TEST_CASE("am: page tables map mixed page sizes with 1 GiB and 2 MiB leaves and 
   const auto& f = hw::amd::kPteGfx11;
   FakeVram vram(uint64_t(4) << 30);
   int flushes = 0;
-  amd::am::AmMemory mem(f, {vram.bytes, 0x8000000000, vram.p, vram.bytes}, 32 << 20, 64 << 20, uint64_t(1) << 40, uint64_t(1) << 40);
+  amd::am::AmMemory mem(f, {vram.bytes, 0x8000000000, vram.p, vram.bytes}, 32 << 20, 64 << 20, uint64_t(1) << 40, uint64_t(1) << 40,
+                        uint64_t(1) << 40);
   mem.changed = [&] { ++flushes; };
   using Chunk = amd::am::AmMemory::Chunk;
   // A walk through the tables in "VRAM", as the GMC does it: the leaf entry and its level.
@@ -147,7 +148,7 @@ TEST_CASE("am: page tables map mixed page sizes with 1 GiB and 2 MiB leaves and 
 TEST_CASE("am: VRAM allocation takes big aligned pieces, keeps CPU-visible memory in BAR0 and reports exhaustion") {
   FakeVram vram(uint64_t(1) << 30);
   // BAR0 shows the first 256 MiB only.
-  amd::am::AmMemory mem(hw::amd::kPteGfx11, {vram.bytes, 0, vram.p, 256 << 20}, 32 << 20, 64 << 20, uint64_t(1) << 40, uint64_t(1) << 40);
+  amd::am::AmMemory mem(hw::amd::kPteGfx11, {vram.bytes, 0, vram.p, 256 << 20}, 32 << 20, 64 << 20, 0, uint64_t(1) << 40, uint64_t(1) << 40);
   auto a = mem.alloc_vram((6 << 20) + 4096, false, false);
   uint64_t total = 0;
   for (auto& c : a) {

@@ -14,10 +14,12 @@
 #include "codegen/builtin_kernels.h"
 #include "codegen/compiler.h"
 #include "common/split.h"
+#include "drivers/amd/am/am.h"
 #include "drivers/amd/kfd/kfd.h"
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/devices.h"
 #include "drivers/nv/rm/rm_gpu.h"
+#include "emu/amd/am/am_card.h"
 #include "emu/amd/kfd/kfd_model.h"
 #include "emu/nv/rm/rm_model.h"
 #include "hcq/graph.h"
@@ -66,6 +68,17 @@ Opened open_emu_amd(bool small_rings) {
   o.name = "emu:amd", o.kind = "emulated gpu";
   return {amd::open_kfd(os, o), [gpu] { return gpu->log(); }, [gpu] { return gpu->stats().queues; }};
 }
+Opened open_emu_amd_pci(bool small_rings) {
+  auto os = std::make_shared<emu::VirtualOs>();
+  emu::amd::AmCardConfig cfg;
+  cfg.firmware_dir = amd::am::Firmware::default_dir();
+  auto gpu = emu::amd::install_am_gpu(*os, cfg);
+  amd::AmdOptions o = amd_options(small_rings);
+  o.name = "emu:amd:pci", o.kind = "emulated gpu";
+  amd::am::AmOptions am;
+  am.address = cfg.address, am.reset_settle = std::chrono::milliseconds(0);
+  return {amd::open_am(os, o, am), [gpu] { return gpu->faults(); }, [gpu] { return gpu->stats().queues; }};
+}
 Opened open_emu_nv(bool small_rings) {
   auto os = std::make_shared<emu::VirtualOs>();
   auto gpu = emu::nv::install_nv_gpu(*os);
@@ -95,6 +108,10 @@ const std::vector<DeviceRow>& device_rows() {
        .fault = {"page fault at 0x10", "kernel add_one", "an unmapped address"},
        .open = [](bool small) { return open_cpu(small, false); }},
       {.device = "emu:amd", .fault = amd_fault, .fault_instruction = "global_store", .open = open_emu_amd},
+      {.device = "emu:amd:pci",
+       .fault = {"GPU page fault at 0x10", "kernel add_one", "a write of unmapped memory"},
+       .fault_instruction = "global_store",
+       .open = open_emu_amd_pci},
       {.device = "amd:kfd", .fault = amd_fault, .open = open_amd_kfd},
       {.device = "amd", .fault = amd_fault, .open = open_amd_kfd},
       {.device = "emu:nv", .fault = nv_fault, .fault_instruction = "st.global", .open = open_emu_nv},

@@ -167,7 +167,7 @@ inline void check_close(const Tensor& got, const Host& want, double rtol = 1e-5,
 
 inline std::vector<std::string> test_devices() {
   const char* env = std::getenv("UGPU_TEST_DEVICES");
-  return split_list(env && *env ? env : "cpu,emu:amd,emu:nv");
+  return split_list(env && *env ? env : "cpu,emu:amd,emu:amd:pci,emu:nv");
 }
 
 }  // namespace ugpu::test

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -201,8 +202,17 @@ void AmGpu::boot(sys::Os& os) {
   step("firmware", std::to_string(fw_.files.size()) + " files, " + std::to_string(fw_.sos.size() + fw_.ip.size() + 1) + " images", ms_since(t));
 
   fb_base_ = uint64_t(regs_->read(r::MMMC_VM_FB_LOCATION_BASE) & 0xFFFFFF) << 24;
+  // GPU addresses are host addresses. Keep the host from placing anything at the MC addresses VMID 0
+  // reaches VRAM by (the system aperture; ASan's shadow may already hold them, which serves as well),
+  // and reserve host addresses for memory only the GPU sees.
+  try {
+    aperture_ = sys::Mapping(os, vram, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (reinterpret_cast<uint64_t>(aperture_.data()) != fb_base_) aperture_ = {};  // an old kernel took the address as a hint
+  } catch (const sys::OsError&) {
+  }
+  private_va_ = sys::Mapping(os, kPrivateVaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   mem_ = std::make_unique<AmMemory>(hw::amd::kPteGfx11, VramWindow{vram, fb_base_, mapped->base(), std::min<uint64_t>(vram, mapped->size())},
-                                    kBootBytes, kReservedTop, kVaBase, kVaBytes);
+                                    kBootBytes, kReservedTop, kTableStart, reinterpret_cast<uint64_t>(private_va_.data()), kPrivateVaBytes);
 
   auto add = [&](auto block) {
     auto* p = block.get();

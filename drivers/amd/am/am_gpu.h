@@ -144,7 +144,9 @@ class AmGpu {
 
   static constexpr uint32_t kVersion = 0x55470001;  // SCRATCH_REG7 after an AM boot ("UG", layout 1)
   static constexpr uint64_t kBootBytes = 64 << 20, kReservedTop = 64 << 20;
-  static constexpr uint64_t kVaBase = uint64_t{0x2000} << 32, kVaBytes = uint64_t{1} << 44;
+  // GPU addresses are host addresses (CPU VA == GPU VA, as on the KFD path): VMID 0's tables cover the
+  // whole 48-bit space, and memory the host does not map gets addresses from a host reservation.
+  static constexpr uint64_t kTableStart = 0, kTableEnd = (uint64_t{1} << 48) - 1, kPrivateVaBytes = uint64_t{64} << 30;
 
  private:
   AmGpu() = default;
@@ -163,6 +165,7 @@ class AmGpu {
   Chip chip_{};
   Firmware fw_;
   uint64_t fb_base_ = 0;
+  sys::Mapping private_va_, aperture_;  // host reservations: private GPU addresses; the FB aperture's MC range
   std::unique_ptr<AmMemory> mem_;
   uint64_t boot_next_ = 0;
   std::vector<std::unique_ptr<IpBlock>> blocks_;

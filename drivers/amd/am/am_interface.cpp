@@ -33,12 +33,14 @@ struct AmMemoryBlock : AmdInterface::Memory {
   std::shared_ptr<AmGpu> g;
   std::vector<am::AmMemory::Chunk> chunks;
   sys::DmaBuffer dma;  // host memory (empty for VRAM)
+  bool private_va = false;  // va came from alloc_va (the host does not map the memory)
   ~AmMemoryBlock() {
+    if (!g) return;
     try {
       g->memory().unmap(va, size);
     } catch (const Error&) {  // the device is gone; the memory goes anyway
     }
-    g->memory().free_va(va);
+    if (private_va) g->memory().free_va(va);
     g->memory().free_vram(chunks);
   }
 };
@@ -84,14 +86,15 @@ class AmInterface final : public AmdInterface {
       m->chunks = mem.alloc_vram(m->size, kind == MemoryKind::Vram, kind == MemoryKind::Vram);
       if (kind == MemoryKind::Vram) m->host = mem.host(m->chunks[0].addr);
     }
-    std::vector<am::AmMemory::Chunk> host_chunks;
     try {
-      m->va = mem.alloc_va(m->size, std::min<uint64_t>(2 << 20, std::bit_floor(m->size)));
+      // CPU VA == GPU VA: the host's address where the host sees the memory.
+      m->va = m->host ? reinterpret_cast<uint64_t>(m->host) : mem.alloc_va(m->size, std::min<uint64_t>(2 << 20, std::bit_floor(m->size)));
+      m->private_va = !m->host;
       mem.map(m->va, m->chunks, {.writable = true, .executable = true, .uncached = kind == MemoryKind::Uncached});
     } catch (...) {
-      if (m->va) mem.free_va(m->va);
+      if (m->private_va && m->va) mem.free_va(m->va);
       if (!host_memory) mem.free_vram(m->chunks);
-      m->chunks.clear(), m->va = 0;
+      m->chunks.clear(), m->va = 0, m->private_va = false;
       m->g.reset();
       throw;
     }

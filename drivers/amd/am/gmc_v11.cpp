@@ -63,7 +63,7 @@ void Gmc::init_hub(bool gc) {
   x.write(h.l2_cntl, 0x00080E01), x.write(h.l2_cntl2, 0x3), x.write(h.l2_cntl3, 0x80130009), x.write(h.l2_cntl4, 1), x.write(h.l2_cntl5, 0x3FE0);
   x.write(h.ident_low_lo, 0xFFFFFFFF), x.write(h.ident_low_hi, 0xF), x.write(h.ident_high_lo, 0), x.write(h.ident_high_hi, 0);
   x.write(h.ident_off_lo, 0), x.write(h.ident_off_hi, 0);
-  const uint64_t start = AmGpu::kVaBase >> 12, end = (AmGpu::kVaBase + AmGpu::kVaBytes - 1) >> 12, root = g.memory().root() | 1;
+  const uint64_t start = AmGpu::kTableStart >> 12, end = AmGpu::kTableEnd >> 12, root = g.memory().root() | 1;
   x.write(h.start_lo, uint32_t(start)), x.write(h.start_hi, uint32_t(start >> 32));
   x.write(h.end_lo, uint32_t(end)), x.write(h.end_hi, uint32_t(end >> 32));
   x.write(h.base_lo, uint32_t(root)), x.write(h.base_hi, uint32_t(root >> 32));

@@ -31,9 +31,10 @@ class AmMemory {
  public:
   // [0, boot_bytes) of VRAM is set aside for firmware and rings (boot_alloc), reserved_top bytes at the
   // end stay untouched (the discovery table, firmware-reserved memory); the rest is for buffers and
-  // page tables. GPU virtual addresses are handed out from [va_base, va_base + va_bytes), which is also
-  // where the tables start (VM_CONTEXT0_PAGE_TABLE_START_ADDR).
-  AmMemory(const hw::amd::PteFormat& f, VramWindow vram, uint64_t boot_bytes, uint64_t reserved_top, uint64_t va_base, uint64_t va_bytes);
+  // page tables. The tables cover addresses from `table_start` (VM_CONTEXT0_PAGE_TABLE_START_ADDR);
+  // alloc_va hands out [va_base, va_base + va_bytes) for memory the host does not map.
+  AmMemory(const hw::amd::PteFormat& f, VramWindow vram, uint64_t boot_bytes, uint64_t reserved_top, uint64_t table_start, uint64_t va_base,
+           uint64_t va_bytes);
 
   const VramWindow& vram() const { return vram_; }
   // The PDB2 table's VRAM address, for VM_CONTEXT0_PAGE_TABLE_BASE. Page tables hold VRAM offsets, not
@@ -51,7 +52,7 @@ class AmMemory {
   uint64_t boot_alloc(uint64_t bytes, uint64_t align);  // from the boot region; never freed
   uint8_t* host(uint64_t vram_offset) const;            // the host address of VRAM through BAR0, or null
 
-  // GPU virtual addresses.
+  // GPU virtual addresses for memory without a host mapping (host-visible memory uses its host address).
   uint64_t alloc_va(uint64_t bytes, uint64_t align);
   void free_va(uint64_t va);
 

@@ -40,6 +40,7 @@ struct AmCardConfig {
 
 struct AmCardStats {
   uint64_t dispatches = 0, wave_instructions = 0, packets = 0;
+  uint64_t queues = 0;  // hardware queues running now (compute HQDs and SDMA)
   uint64_t psp_commands = 0, smu_messages = 0, tlb_invalidations = 0, page_walks = 0, interrupts = 0, mode1_resets = 0;
   bool sos_alive = false, rlc_autoloaded = false;
 };
@@ -50,6 +51,9 @@ class AmCard {
   virtual AmCardStats stats() const = 0;
   // What the hardware did that a bring-up engineer would look for (PSP and SMU steps, faults), in order.
   virtual std::vector<std::string> log() const = 0;
+  // The lines of log() that are faults, or driver mistakes the hardware would punish silently (a
+  // doorbell outside its range, a queue started without firmware): empty after a correct run.
+  virtual std::vector<std::string> faults() const = 0;
   virtual std::vector<std::string> unknown_registers() const = 0;  // "write 0x1234 = 0x5" for each unmodelled write
   virtual const AmCardConfig& config() const = 0;
   // For tests: a register as the hardware holds it (after GRBM selection), and a write that bypasses

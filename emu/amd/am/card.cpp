@@ -152,7 +152,7 @@ Card::Card(VirtualOs& os, const AmCardConfig& cfg)
   };
   ctx_.on_page_fault = [this](uint64_t va, Access a, const std::string& m) { page_fault(va, a, m); };
   ctx_.on_device_fault = [this](const std::string& m) {
-    note("device fault: " + m);
+    problem("device fault: " + m);
     std::fprintf(stderr, "emu:amd:pci: %s\n", m.c_str());
     bool sq = m.find("instruction") != std::string::npos;  // the shader executor's faults name the instruction
     // SQ error interrupt: ctxid1 ENCODING = 2 (error), ctxid0 TYPE = 1 (ILLEGAL_INST); else a CP bad-opcode interrupt.
@@ -344,6 +344,7 @@ AmCardStats Card::stats() const {
   s.dispatches = ctx_.dispatches, s.wave_instructions = ctx_.wave_instructions, s.packets = ctx_.packets;
   s.tlb_invalidations = invalidations_, s.page_walks = walks_, s.interrupts = interrupts_, s.mode1_resets = mode1_resets_;
   std::lock_guard lock(mu_);
+  s.queues = compute_.size() + (sdma_ ? 1 : 0);
   s.psp_commands = psp_->commands, s.smu_messages = psp_->smu_messages, s.sos_alive = psp_->sos_alive, s.rlc_autoloaded = psp_->autoloaded;
   return s;
 }
@@ -354,6 +355,15 @@ std::vector<std::string> Card::log() const {
 void Card::note(std::string line) {
   std::lock_guard lock(log_mu_);
   log_.push_back(std::move(line));
+}
+void Card::problem(std::string line) {
+  std::lock_guard lock(log_mu_);
+  faults_.push_back(line);
+  log_.push_back(std::move(line));
+}
+std::vector<std::string> Card::faults() const {
+  std::lock_guard lock(log_mu_);
+  return faults_;
 }
 std::vector<std::string> Card::unknown_registers() const {
   std::lock_guard lock(mu_);
@@ -624,7 +634,7 @@ bool Card::walk(uint64_t va) {
 }
 
 void Card::page_fault(uint64_t va, Access a, const std::string& message) {
-  note(message);
+  problem(message);
   std::fprintf(stderr, "emu:amd:pci: %s\n", message.c_str());
   {
     std::lock_guard lock(mu_);
@@ -662,7 +672,7 @@ void Card::interrupt(uint32_t client, uint32_t src, uint32_t ring_id, std::array
   }
   uint8_t* e = mc(base + w, 32, Access::Write);
   if (!e) {
-    note("IH ring at " + hex(base) + " is not reachable; interrupt dropped");
+    problem("IH ring at " + hex(base) + " is not reachable; interrupt dropped");
     return;
   }
   uint64_t ts = GpuContext::clock();
@@ -686,7 +696,7 @@ uint64_t Card::doorbell_value(uint64_t offset) const { return doorbells_[offset 
 void Card::doorbell(uint64_t offset, uint64_t value, int bytes) {
   std::lock_guard lock(mu_);
   if (!(reg(r::RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN) & 1)) {
-    note("doorbell write at " + hex(offset) + " dropped: the doorbell aperture is disabled (RCC_DOORBELL_APER_EN)");
+    problem("doorbell write at " + hex(offset) + " dropped: the doorbell aperture is disabled (RCC_DOORBELL_APER_EN)");
     return;
   }
   std::atomic<uint64_t>& slot = doorbells_[offset / 8];
@@ -696,7 +706,7 @@ void Card::doorbell(uint64_t offset, uint64_t value, int bytes) {
     if (e->setup().doorbell == &slot) {
       uint64_t lo = reg(r::CP_MEC_DOORBELL_RANGE_LOWER) & 0xFFC, hi = reg(r::CP_MEC_DOORBELL_RANGE_UPPER) & 0xFFC;
       if (offset < lo || offset > hi) {
-        note("MEC doorbell at " + hex(offset) + " is outside CP_MEC_DOORBELL_RANGE [" + hex(lo) + ", " + hex(hi) + "]; ignored");
+        problem("MEC doorbell at " + hex(offset) + " is outside CP_MEC_DOORBELL_RANGE [" + hex(lo) + ", " + hex(hi) + "]; ignored");
         continue;
       }
       e->kick();
@@ -709,18 +719,18 @@ void Card::start_compute(uint32_t key, std::vector<Action>& after) {
   namespace f = r::CP_MEC_RS64_CNTL_fields;
   if (f::MEC_HALT.get(cntl) || !f::MEC_PIPE0_ACTIVE.get(cntl) || f::MEC_PIPE0_RESET.get(cntl) || compute_.count(key)) return;  // waits for the MEC
   if ((key >> 8) != 1 || ((key >> 4) & 0xF) != 0) {
-    note("HQD me " + std::to_string(key >> 8) + " pipe " + std::to_string((key >> 4) & 0xF) + " activated; the card runs ME1 pipe 0 only");
+    problem("HQD me " + std::to_string(key >> 8) + " pipe " + std::to_string((key >> 4) & 0xF) + " activated; the card runs ME1 pipe 0 only");
     return;
   }
   if (!psp_->autoloaded || !psp_->has(hw::amd::psp::kFwRs64Mec)) {
-    note("HQD activated but the MEC has no firmware (PSP LOAD_IP_FW RS64_MEC and AUTOLOAD_RLC did not happen): the queue never runs");
+    problem("HQD activated but the MEC has no firmware (PSP LOAD_IP_FW RS64_MEC and AUTOLOAD_RLC did not happen): the queue never runs");
     return;
   }
   // The program counter registers hold the firmware's byte start address in dwords: START = bits 2-33, HI = bits 34 and up.
   uint64_t pc = uint64_t(reg(r::CP_MEC_RS64_PRGRM_CNTR_START_HI)) << 32 | reg(r::CP_MEC_RS64_PRGRM_CNTR_START);
   uint64_t want = psp_->expected.mec_start;
   if (want ? pc != (uint64_t(uint32_t(want >> 34)) << 32 | uint32_t(want >> 2)) : pc == 0) {
-    note("MEC started at program counter " + hex(pc) + ", not the firmware's entry: the queue never runs");
+    problem("MEC started at program counter " + hex(pc) + ", not the firmware's entry: the queue never runs");
     return;
   }
   auto h = [&](const hw::amd::Register& x) { return hqd(key, addr(x)); };
@@ -733,11 +743,11 @@ void Card::start_compute(uint32_t key, std::vector<Action>& after) {
                uint64_t(h(r::CP_HQD_PQ_WPTR_POLL_ADDR_HI) & 0xFFFF) << 32 | (h(r::CP_HQD_PQ_WPTR_POLL_ADDR) & ~3u),
                doorbell_slot(uint64_t(db::DOORBELL_OFFSET.get(doorbell)) * 4)};
   if (!db::DOORBELL_EN.get(doorbell) || !s.doorbell) {
-    note("HQD activated without a usable doorbell (CP_HQD_PQ_DOORBELL_CONTROL " + hex(doorbell) + "): the queue never runs");
+    problem("HQD activated without a usable doorbell (CP_HQD_PQ_DOORBELL_CONTROL " + hex(doorbell) + "): the queue never runs");
     return;
   }
   if (h(r::CP_HQD_VMID) & 0xF) {
-    note("HQD activated on VMID " + std::to_string(h(r::CP_HQD_VMID) & 0xF) + "; the card translates VMID 0 only");
+    problem("HQD activated on VMID " + std::to_string(h(r::CP_HQD_VMID) & 0xF) + "; the card translates VMID 0 only");
     return;
   }
   *s.doorbell = uint64_t(h(r::CP_HQD_PQ_WPTR_HI)) << 32 | h(r::CP_HQD_PQ_WPTR_LO);
@@ -770,7 +780,7 @@ void Card::sdma_control(std::vector<Action>& after) {
   }
   if (sdma_) return;
   if (!psp_->autoloaded || !psp_->has(hw::amd::psp::kFwSdmaTh0) || !psp_->has(hw::amd::psp::kFwSdmaTh1)) {
-    note("SDMA queue enabled but SDMA has no firmware (PSP LOAD_IP_FW SDMA_UCODE_TH0/TH1): the queue never runs");
+    problem("SDMA queue enabled but SDMA has no firmware (PSP LOAD_IP_FW SDMA_UCODE_TH0/TH1): the queue never runs");
     return;
   }
   uint32_t door = reg(r::SDMA0_QUEUE0_DOORBELL), off = reg(r::SDMA0_QUEUE0_DOORBELL_OFFSET);
@@ -780,7 +790,7 @@ void Card::sdma_control(std::vector<Action>& after) {
                uint64_t(reg(r::SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI)) << 32 | (reg(r::SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO) & ~3u),
                doorbell_slot(uint64_t((off >> 2) & 0x3FFFFFF) * 4)};
   if (!r::SDMA0_QUEUE0_DOORBELL_fields::ENABLE.get(door) || !s.doorbell) {
-    note("SDMA queue enabled without a usable doorbell: the queue never runs");
+    problem("SDMA queue enabled without a usable doorbell: the queue never runs");
     return;
   }
   *s.doorbell = uint64_t(reg(r::SDMA0_QUEUE0_RB_WPTR_HI)) << 32 | reg(r::SDMA0_QUEUE0_RB_WPTR);

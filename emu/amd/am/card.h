@@ -41,6 +41,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
 
   AmCardStats stats() const override;
   std::vector<std::string> log() const override;
+  std::vector<std::string> faults() const override;
   std::vector<std::string> unknown_registers() const override;
   const AmCardConfig& config() const override { return cfg_; }
   uint32_t peek(uint32_t dword) override;
@@ -72,7 +73,8 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint32_t& reg(const hw::amd::Register& r) { return regs_[addr(r)]; }
   void reset_registers();  // lock held
   void build_handlers();
-  void note(std::string line);  // the card's log; lock held or not (own lock)
+  void note(std::string line);     // the card's log; lock held or not (own lock)
+  void problem(std::string line);  // ...and a fault, or a driver mistake the hardware would punish
 
   // MC addresses (firmware, IH, MQDs): the FB aperture or, past it, VMID 0's page tables.
   uint8_t* mc(uint64_t address, uint64_t size, Access a);
@@ -128,7 +130,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   std::map<uint64_t, std::pair<uint8_t*, uint64_t>> dma_;  // bus address -> host, size
 
   mutable std::mutex log_mu_;
-  std::vector<std::string> log_;
+  std::vector<std::string> log_, faults_;
   std::atomic<uint64_t> invalidations_{0}, walks_{0}, interrupts_{0}, mode1_resets_{0};
 };
 

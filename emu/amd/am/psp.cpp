@@ -102,11 +102,11 @@ void PspModel::reset() {
 void PspModel::bootloader_command(uint32_t cmd) {
   uint32_t& status = c.reg(r::MP0_SMN_C2PMSG_35);
   if (sos_alive) {
-    c.note("PSP: bootloader command " + hex(cmd) + " after the sOS is up; ignored");
+    c.problem("PSP: bootloader command " + hex(cmd) + " after the sOS is up; ignored");
     return;
   }
   if (status != psp::kBlReady) {
-    c.note("PSP: bootloader command " + hex(cmd) + " while the bootloader is not ready (" + hex(status) + ")");
+    c.problem("PSP: bootloader command " + hex(cmd) + " while the bootloader is not ready (" + hex(status) + ")");
     return;
   }
   static constexpr uint32_t order[] = {psp::kBlLoadKeyDatabase, psp::kBlLoadTosSplTable, psp::kBlLoadSysDrv, psp::kBlLoadSocDrv,
@@ -118,7 +118,7 @@ void PspModel::bootloader_command(uint32_t cmd) {
   };
   auto fail = [&](uint32_t code, const std::string& why) {
     status = psp::kBlReady | code;
-    c.note("PSP bootloader: " + why);
+    c.problem("PSP bootloader: " + why);
   };
   if (rank(cmd) < 0) return fail(kBlErrUnknown, "unknown command " + hex(cmd));
   if (!bootloader_done.empty() && rank(cmd) <= rank(bootloader_done.back()))
@@ -147,7 +147,7 @@ void PspModel::bootloader_command(uint32_t cmd) {
 
 void PspModel::ring_control(uint32_t cmd) {
   uint32_t& reply = c.reg(r::MP0_SMN_C2PMSG_64);
-  if (!sos_alive) return c.note("PSP: ring command " + hex(cmd) + " before the sOS runs; no answer");
+  if (!sos_alive) return c.problem("PSP: ring command " + hex(cmd) + " before the sOS runs; no answer");
   if (cmd == psp::kCtrlDestroyRings) {
     ring_up = false;
     reply = psp::kCtrlResponse;
@@ -155,13 +155,13 @@ void PspModel::ring_control(uint32_t cmd) {
   }
   if (cmd != (psp::kRingTypeKm << 16)) {
     reply = psp::kCtrlResponse | 0xFFFF;
-    return c.note("PSP: unknown ring command " + hex(cmd));
+    return c.problem("PSP: unknown ring command " + hex(cmd));
   }
   ring_mc = uint64_t(c.reg(r::MP0_SMN_C2PMSG_70)) << 32 | c.reg(r::MP0_SMN_C2PMSG_69);
   ring_bytes = c.reg(r::MP0_SMN_C2PMSG_71);
   if (!ring_bytes || ring_bytes % sizeof(psp::RingFrame) || !c.mc(ring_mc, ring_bytes, Access::Read)) {
     reply = psp::kCtrlResponse | 0x1;
-    return c.note("PSP: KM ring at " + hex(ring_mc) + " of " + std::to_string(ring_bytes) + " bytes is not usable");
+    return c.problem("PSP: KM ring at " + hex(ring_mc) + " of " + std::to_string(ring_bytes) + " bytes is not usable");
   }
   ring_up = true, ring_read = 0;
   c.reg(r::MP0_SMN_C2PMSG_67) = 0;
@@ -171,19 +171,19 @@ void PspModel::ring_control(uint32_t cmd) {
 
 void PspModel::ring_write_pointer(uint32_t wptr) {
   c.reg(r::MP0_SMN_C2PMSG_67) = wptr;
-  if (!ring_up) return c.note("PSP: write pointer " + std::to_string(wptr) + " with no ring");
+  if (!ring_up) return c.problem("PSP: write pointer " + std::to_string(wptr) + " with no ring");
   const uint32_t ring_dwords = ring_bytes / 4;
   for (int guard = 0; ring_read % ring_dwords != wptr % ring_dwords && guard < 4096; ++guard) {
     uint64_t at = ring_mc + uint64_t(ring_read % ring_dwords) * 4;
     ring_read += psp::kFrameDwords;
     psp::RingFrame fr;
     const uint8_t* fp = c.mc(at, sizeof fr, Access::Read);
-    if (!fp) return c.note("PSP: KM ring frame at " + hex(at) + " unreachable");
+    if (!fp) return c.problem("PSP: KM ring frame at " + hex(at) + " unreachable");
     std::memcpy(&fr, fp, sizeof fr);
     uint64_t cmd_at = uint64_t(fr.cmd_buf_addr_hi) << 32 | fr.cmd_buf_addr_lo;
     uint8_t* cp = c.mc(cmd_at, sizeof(psp::CmdResp), Access::Write);
     if (!cp) {
-      c.note("PSP: command buffer at " + hex(cmd_at) + " unreachable; frame dropped");
+      c.problem("PSP: command buffer at " + hex(cmd_at) + " unreachable; frame dropped");
       continue;
     }
     psp::CmdResp cmd;
@@ -194,13 +194,13 @@ void PspModel::ring_write_pointer(uint32_t wptr) {
     std::memcpy(cp + offsetof(psp::CmdResp, resp), &cmd.resp, sizeof cmd.resp);
     uint64_t fence = uint64_t(fr.fence_addr_hi) << 32 | fr.fence_addr_lo;
     if (uint8_t* f = c.mc(fence, 4, Access::Write)) std::memcpy(f, &fr.fence_value, 4);
-    else c.note("PSP: fence at " + hex(fence) + " unreachable");
+    else c.problem("PSP: fence at " + hex(fence) + " unreachable");
   }
 }
 
 uint32_t PspModel::execute(psp::CmdResp& cmd) {
   auto bad = [&](const std::string& why) {
-    c.note("PSP: command " + hex(cmd.cmd_id) + " refused: " + why);
+    c.problem("PSP: command " + hex(cmd.cmd_id) + " refused: " + why);
     return kPspErrInvalid;
   };
   switch (cmd.cmd_id) {
@@ -261,7 +261,7 @@ uint32_t PspModel::execute(psp::CmdResp& cmd) {
       return 0;
     }
   }
-  c.note("PSP: unknown command " + hex(cmd.cmd_id));
+  c.problem("PSP: unknown command " + hex(cmd.cmd_id));
   return kPspErrUnknownCommand;
 }
 
@@ -271,12 +271,12 @@ void PspModel::smu_message(uint32_t msg, bool debug) {
     uint32_t param = c.reg(r::MP1_SMN_C2PMSG_53);
     c.reg(r::MP1_SMN_C2PMSG_54) = 0;
     if (msg == 2) reset_requested = true, c.note("SMU: mode-1 reset (debug mailbox)");
-    else c.note("SMU: debug message " + hex(msg) + " (" + hex(param) + ") ignored");
+    else c.problem("SMU: debug message " + hex(msg) + " (" + hex(param) + ") ignored");
     return;
   }
   uint32_t& resp = c.reg(r::MP1_SMN_C2PMSG_90);
   uint32_t& arg = c.reg(r::MP1_SMN_C2PMSG_82);
-  if (!smu_alive) return c.note("SMU: message " + hex(msg) + " before its firmware was loaded; no answer");
+  if (!smu_alive) return c.problem("SMU: message " + hex(msg) + " before its firmware was loaded; no answer");
   resp = 1;
   switch (msg) {
     case 0x01: arg = arg + 1; break;       // TestMessage
@@ -288,7 +288,7 @@ void PspModel::smu_message(uint32_t msg, bool debug) {
     case 0x19: case 0x1A: case 0x1B: case 0x1C: break;  // clock limits
     case 0x1D: case 0x1E: case 0x1F: arg = 2500; break;  // DPM frequencies (MHz)
     case 0x2F: reset_requested = true; c.note("SMU: mode-1 reset"); break;
-    default: resp = 0xFE; c.note("SMU: unknown message " + hex(msg));
+    default: resp = 0xFE; c.problem("SMU: unknown message " + hex(msg));
   }
 }
 
