@@ -12,6 +12,7 @@
 #include "drivers/devices.h"
 #include "drivers/nv/nv_device.h"
 #include "hw/amd/packets.h"
+#include "hw/amd/reg_trace.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
 #include "ir/text.h"
@@ -23,12 +24,13 @@ namespace ugpu::tools {
 namespace {
 
 constexpr const char* kDecodeUsage =
-    "usage: ugpu decode [--sdma | --nv | --qmd V] FILE|-\n"
+    "usage: ugpu decode [--sdma | --nv | --qmd V | --regs] FILE|-\n"
     "       ugpu decode --kernel NAME [--device D]\n"
     "The first form reads dwords written in hex (0x optional; spaces, commas or newlines between them)\n"
     "and prints one line per PM4 packet (SDMA with --sdma; NVIDIA pushbuffer methods with --nv, taking\n"
     "ugpu's subchannels: compute on 1, copy on 4; the fields of a QMD of version V = 3, 4 or 5 with\n"
-    "--qmd), stopping at the first it cannot decode and saying why. The second runs a built-in kernel\n"
+    "--qmd), stopping at the first it cannot decode and saying why; with --regs it reads a register log\n"
+    "of `ugpu bringup --trace` and names every register read and written. The second runs a built-in kernel\n"
     "(`ugpu compile --help` lists them) once on a GPU device (default: emu:amd; emu:nv and nv for NVIDIA)\n"
     "and prints what the driver submitted: the commands of its launch (PM4, or pushbuffer methods and\n"
     "the QMD) and those of a copy (SDMA, or copy-engine methods).\n";
@@ -78,12 +80,13 @@ int decode_kernel(const std::string& name, const std::string& device) {
 }  // namespace
 
 int decode_command(const std::vector<std::string>& args) {
-  bool sdma = false, nvidia = false;
+  bool sdma = false, nvidia = false, regs = false;
   int qmd = 0;
   std::string file, kernel, device;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--sdma") sdma = true;
     else if (args[i] == "--nv") nvidia = true;
+    else if (args[i] == "--regs") regs = true;
     else if (args[i] == "--qmd" && i + 1 < args.size()) qmd = static_cast<int>(parse_integer(args[++i], "--qmd (the QMD version)", 3, 5));
     else if (args[i] == "--kernel" && i + 1 < args.size()) kernel = args[++i];
     else if (args[i] == "--device" && i + 1 < args.size()) device = args[++i];
@@ -93,6 +96,10 @@ int decode_command(const std::vector<std::string>& args) {
   }
   if (!kernel.empty()) return decode_kernel(kernel, device);
   if (file.empty()) return std::fputs(kDecodeUsage, stderr), 2;
+  if (regs) {
+    std::fputs(hw::amd::describe_reg_trace(hw::amd::parse_reg_trace(read_input(file))).c_str(), stdout);
+    return 0;
+  }
   std::vector<uint32_t> words = parse_hex_words(read_input(file), file);
   if (qmd) {
     const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(static_cast<unsigned>(qmd));

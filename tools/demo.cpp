@@ -36,6 +36,14 @@ KernelResult check_kernel(hcq::Device& dev, const codegen::BuiltinKernel& k) {
   return r;
 }
 
+}  // namespace
+
+bool check_builtin(hcq::Device& dev, const codegen::BuiltinKernel& k) {
+  KernelResult r = check_kernel(dev, k);
+  return r.runs > 0 && r.wrong == 0;
+}
+
+namespace {
 // The tensor layer end to end: a model's forward through the scheduler, codegen and the device's
 // queues, against the same model computed in double precision on the host.
 struct ModelResult {

@@ -34,9 +34,13 @@ constexpr const char* kUsage =
     "  compile FILE|--kernel NAME [--target T] [--emit uops|llvm|asm|obj|info] [-o FILE]\n"
     "                         compile a kernel for x86, AMDGPU (gfx1100 ...) or NVIDIA (sm_90 ...);\n"
     "                         `ugpu compile --help` for the options\n"
-    "  decode [--sdma] FILE|- | --kernel NAME [--device D]\n"
+    "  decode [--sdma | --regs] FILE|- | --kernel NAME [--device D]\n"
     "                         print PM4/SDMA command packets readably: a hex dump, or what the AMD\n"
     "                         driver submits for a built-in kernel (`ugpu decode --help`)\n"
+    "  bringup [--device amd:pci|emu:amd:pci] [--trace FILE] [--reset]\n"
+    "                         boot an AMD GPU with no kernel driver step by step (IP discovery, PSP,\n"
+    "                         SMU, GMC, IH, MEC, SDMA) with each step's time; --trace logs every register\n"
+    "                         access (`ugpu decode --regs FILE`)\n"
     "  llm --info MODEL.gguf  what a GGUF model file holds: architecture, size, quantization, tokenizer,\n"
     "                         metadata, tensors\n"
     "  help                   this text\n"
@@ -83,6 +87,7 @@ int run_main(int argc, char** argv) {
     }
     if (cmd == "devices") return ugpu::tools::devices_command(args);
     if (cmd == "decode") return ugpu::tools::decode_command(args);
+    if (cmd == "bringup") return ugpu::tools::bringup_command(args);
     if (cmd == "run") return ugpu::tools::run_command(args);
     if (cmd == "simplify" || cmd == "print") return graph_command(cmd, args);
     if (cmd == "compile") return ugpu::tools::compile_command(args);

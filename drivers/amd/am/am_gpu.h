@@ -17,6 +17,7 @@
 #include "drivers/amd/am/firmware.h"
 #include "drivers/amd/am/memory.h"
 #include "hw/amd/kernel_descriptor.h"
+#include "hw/amd/reg_trace.h"
 #include "hw/amd/registers.h"
 #include "sys/pci.h"
 
@@ -48,13 +49,8 @@ class Regs {
   // Polls until (read & mask) == value; throws Error naming `what`, the register and its last value.
   uint32_t wait(const hw::amd::Register& r, uint32_t mask, uint32_t value, std::chrono::milliseconds timeout, const std::string& what);
 
-  struct Access {
-    double ms;  // since the trace started
-    bool write;
-    uint32_t dword, value;
-  };
   void start_trace();
-  std::vector<Access> trace() const { return trace_; }
+  hw::amd::RegTrace trace() const { return {bases_, trace_}; }
   bool tracing() const { return tracing_; }
 
  private:
@@ -62,7 +58,7 @@ class Regs {
   hw::amd::IpBases bases_;
   bool tracing_ = false;
   std::chrono::steady_clock::time_point t0_;
-  std::vector<Access> trace_;
+  std::vector<hw::amd::RegAccess> trace_;
 };
 
 class AmGpu;
