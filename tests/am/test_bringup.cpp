@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -174,7 +175,12 @@ TEST_CASE("am: VRAM allocation takes big aligned pieces, keeps CPU-visible memor
 #include "drivers/amd/am/am.h"
 #include "drivers/devices.h"
 #include "emu/amd/am/am_card.h"
+#include "codegen/builtin_kernels.h"
 #include "hcq/queue.h"
+#include "hw/amd/am11_regs.h"
+#include "hw/amd/reg_trace.h"
+#include "ir/text.h"
+#include "sys/pci.h"
 
 namespace {
 struct Bench {
@@ -211,4 +217,230 @@ TEST_CASE("am: the driver boots the emulated card cold, then warm, through vfio"
   auto g = b.boot();
   CHECK(g->warm());
   CHECK(b.card->stats().psp_commands == 26);  // nothing loaded again
+}
+
+TEST_CASE("am: the PSP sees the bootloader components, the KM ring commands and AUTOLOAD_RLC in order") {
+  REQUIRE_MESSAGE(have_firmware(), "the AM tests need Debian's firmware-amd-graphics (scripts/setup --tests installs it)");
+  Bench b;
+  auto g = b.boot();
+  std::vector<std::string> want = {"PSP bootloader: loaded component 0x80000",     "PSP bootloader: loaded component 0x10000000",
+                                   "PSP bootloader: loaded component 0x10000",     "PSP bootloader: loaded component 0x20000",
+                                   "PSP: sOS is running",                          "PSP: KM ring created",
+                                   "PSP: LOAD_TOC",                                "PSP: SETUP_TMR",
+                                   "PSP: AUTOLOAD_RLC: RLC booted the graphics engines (23 firmware images)"};
+  auto log = b.card->log();
+  size_t at = 0;
+  for (const auto& w : want) {
+    CAPTURE(w);
+    while (at < log.size() && log[at].find(w) == std::string::npos) ++at;
+    CHECK(at < log.size());
+  }
+  CHECK(b.card->faults().empty());
+  // The steps the driver reports, block by block.
+  std::vector<std::string> blocks;
+  for (const auto& s : g->steps()) blocks.push_back(s.block);
+  for (const char* block : {"PCI", "discovery", "firmware", "SOC", "GMC", "IH", "PSP", "SMU", "GFX", "SDMA"})
+    CHECK(std::find(blocks.begin(), blocks.end(), block) != blocks.end());
+}
+
+TEST_CASE("am: the register log names every access, and reads back through ugpu decode's reader") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  Bench b;
+  auto o = b.options();
+  o.trace = true;
+  auto g = amd::am::AmGpu::open(*b.os, o);
+  auto t = g->regs().trace();
+  REQUIRE(t.accesses.size() > 200);
+  auto back = hw::amd::parse_reg_trace(hw::amd::format_reg_trace(t));
+  CHECK(back.accesses.size() == t.accesses.size());
+  CHECK(back.bases.of == t.bases.of);
+  std::string text = hw::amd::describe_reg_trace(back);
+  for (std::string name : {"MP0_SMN_C2PMSG_35", "MP0_SMN_C2PMSG_64", "GCVM_CONTEXT0_CNTL", "CP_MEC_RS64_CNTL", "SDMA0_F32_CNTL", "IH_RB_CNTL"})
+    CHECK_MESSAGE(text.find(name) != std::string::npos, name);
+  CHECK(text.find("register 0x") == std::string::npos);  // every address the driver touches has a name
+  CHECK_THROWS_WITH_AS(hw::amd::parse_reg_trace("0.1 X 0x10 0x2\n"), Contains("line 1"), Error);
+  CHECK_THROWS_WITH_AS(hw::amd::parse_reg_trace("# bases FOO 1\n"), Contains("unknown IP block 'FOO'"), Error);
+}
+
+TEST_CASE("am: a run that did not finish cleanly gets a mode-1 reset and a cold boot; a clean one warm-starts") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  Bench b;
+  const uint32_t scratch6 = hw::amd::address_of(hw::amd::am11::SCRATCH_REG6, hw::amd::IpBases{});
+  { auto g = b.boot(); }
+  CHECK(b.card->peek(scratch6) == 0);  // finished cleanly
+  b.card->poke(scratch6, 1);           // as if the process had died before fini
+  {
+    auto g = b.boot();
+    CHECK(!g->warm());
+    CHECK(b.card->stats().mode1_resets == 1);
+    bool said = false;
+    for (const auto& s : g->steps()) said |= s.what.find("the previous run did not finish cleanly") != std::string::npos;
+    CHECK(said);
+  }
+  auto o = b.options();
+  o.force_reset = true;
+  auto g = amd::am::AmGpu::open(*b.os, o);
+  CHECK(!g->warm());
+  CHECK(b.card->stats().mode1_resets == 2);
+}
+
+TEST_CASE("am: the PSP refuses firmware that is not the board's, and the driver says which image") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  Bench b;
+  // The driver reads a copy of the firmware whose MEC instructions differ by one byte (headers intact).
+  const std::string dir = "/fw-bad";
+  for (const char* name : {"psp_13_0_0_sos.bin", "smu_13_0_0.bin", "sdma_6_0_0.bin", "gc_11_0_0_pfp.bin", "gc_11_0_0_me.bin", "gc_11_0_0_mec.bin",
+                           "gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin"}) {
+    std::ifstream in(amd::am::Firmware::default_dir() + "/" + name, std::ios::binary);
+    std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
+    if (std::string(name) == "gc_11_0_0_mec.bin") bytes[0x1000] ^= 1;
+    auto f = b.os->add_mmap_file(dir + "/" + name, bytes.size());
+    std::memcpy(f.data(), bytes.data(), bytes.size());
+  }
+  auto o = b.options();
+  o.firmware_dir = dir;
+  CHECK_THROWS_WITH_AS(amd::am::AmGpu::open(*b.os, o), Contains("PSP: LOAD_IP_FW gc_11_0_0_mec.bin: RS64_MEC failed with status"), Error);
+  CHECK(!b.card->faults().empty());
+}
+
+TEST_CASE("am: claiming the device: driver bound, no IOMMU group, no permission, busy, missing firmware — one clear line each") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  using B = emu::amd::AmCardConfig::Binding;
+  {
+    emu::amd::AmCardConfig c;
+    c.binding = B::Amdgpu;
+    Bench b(c);
+    CHECK_THROWS_WITH_AS(b.boot(), Contains("is bound to the kernel driver amdgpu"), Error);
+    CHECK_THROWS_WITH_AS(b.boot(), Contains("use the amd:kfd device"), Error);
+  }
+  {
+    emu::amd::AmCardConfig c;
+    c.iommu_group = false;
+    Bench b(c);
+    CHECK_THROWS_WITH_AS(b.boot(), Contains("has no IOMMU group"), Error);
+  }
+  {
+    Bench b;
+    b.os->set_errno_on_open("/dev/vfio/23", EACCES);
+    CHECK_THROWS_WITH_AS(b.boot(), Contains("run as root, or give your user the group"), Error);
+  }
+  {
+    Bench b;
+    auto first = b.boot();
+    CHECK_THROWS_WITH_AS(b.boot(), Contains("is in use by another ugpu process"), Error);
+  }
+  {
+    Bench b;
+    auto o = b.options();
+    o.firmware_dir = "/nowhere";
+    CHECK_THROWS_WITH_AS(amd::am::AmGpu::open(*b.os, o), Contains("firmware /nowhere/psp_13_0_0_sos.bin is missing"), Error);
+  }
+  {
+    Bench b;
+    auto o = b.options();
+    o.address = "0000:09:00.0";
+    CHECK_THROWS_WITH_AS(amd::am::AmGpu::open(*b.os, o), Contains("PCI device 0000:09:00.0 not found"), Error);
+    CHECK_THROWS_WITH_AS(amd::am::AmGpu::open(*b.os, o), Contains("0000:03:00.0"), Error);  // names the GPUs there are
+  }
+}
+
+TEST_CASE("am: a register the card does not model is a named error when read") {
+  Bench b;
+  auto pci = sys::open_pci_device(*b.os, b.card->config().address);
+  sys::Mmio& regs = pci->bar(5);
+  CHECK(regs.read32(hw::amd::address_of(hw::amd::am11::RCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE, {}) * 4) == 4096);
+  CHECK_THROWS_WITH_AS(regs.read32(0x7F00 * 4), Contains("register 0x7f00, which the emulated card does not model"), Error);
+  regs.write32(0x7F00 * 4, 5);
+  CHECK(b.card->unknown_registers() == std::vector<std::string>{"write 0x7f00 = 0x5"});
+}
+
+TEST_CASE("am: kernels run on the emulated card through sysfs (pagemap DMA) as through vfio") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  emu::amd::AmCardConfig c;
+  c.binding = emu::amd::AmCardConfig::Binding::None;
+  Bench b(c);
+  amd::AmdOptions ao;
+  ao.name = "emu:amd:pci";
+  auto dev = amd::open_am(b.os, ao, b.options());
+  CHECK(dev->info().interface.find("pci (sysfs) 0000:03:00.0") != std::string::npos);
+  auto prog = drivers::load_kernel(*dev, ir::parse(codegen::builtin_kernel("add_one").text), "add_one");
+  hcq::Buffer out = dev->alloc(4000), in = dev->alloc(4000);
+  std::vector<int32_t> host(1000);
+  for (int i = 0; i < 1000; ++i) host[i] = i * 7;
+  dev->copy_in(in, 0, {reinterpret_cast<const uint8_t*>(host.data()), 4000});
+  auto q = dev->compute_queue();
+  const hcq::Val args[] = {hcq::Val(out.va), hcq::Val(in.va)};
+  q->wait(dev->timeline(), dev->last_timeline());  // the copy in
+  q->exec(*prog, args);
+  q->signal(dev->timeline(), dev->next_timeline());
+  q->submit();
+  dev->synchronize();
+  std::vector<int32_t> got(1000);
+  dev->copy_out({reinterpret_cast<uint8_t*>(got.data()), 4000}, out, 0);
+  for (int i = 0; i < 1000; ++i) REQUIRE(got[i] == i * 7 + 1);
+  CHECK(b.card->faults().empty());
+}
+
+namespace {
+// add_one on `dev`, reading `in` and writing `out` (device addresses); waits for the device.
+void add_one(hcq::Device& dev, uint64_t out, uint64_t in) {
+  auto prog = drivers::load_kernel(dev, ir::parse(codegen::builtin_kernel("add_one").text), "add_one");
+  auto q = dev.compute_queue();
+  const hcq::Val args[] = {hcq::Val(out), hcq::Val(in)};
+  q->wait(dev.timeline(), dev.last_timeline());
+  q->exec(*prog, args);
+  q->signal(dev.timeline(), dev.next_timeline());
+  q->submit();
+  dev.synchronize();
+}
+bool add_one_works(hcq::Device& dev) {
+  hcq::Buffer out = dev.alloc(4000), in = dev.alloc(4000);
+  std::vector<int32_t> host(1000, 41), got(1000);
+  dev.copy_in(in, 0, {reinterpret_cast<const uint8_t*>(host.data()), 4000});
+  add_one(dev, out.va, in.va);
+  dev.copy_out({reinterpret_cast<uint8_t*>(got.data()), 4000}, out, 0);
+  return std::all_of(got.begin(), got.end(), [](int32_t v) { return v == 42; });
+}
+}  // namespace
+
+TEST_CASE("am: a GPU page fault fails the device with the address; the next open resets the chip and works") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  Bench b;
+  amd::AmdOptions ao;
+  ao.name = "emu:amd:pci";
+  {
+    auto dev = amd::open_am(b.os, ao, b.options());
+    hcq::Buffer in = dev->alloc(4000);
+    CHECK_THROWS_WITH_AS(add_one(*dev, 0x10000, in.va), Contains("GPU page fault at 0x10000 (a write of unmapped memory by CPC"), hcq::DeviceError);
+    CHECK(dev->failed());
+  }
+  CHECK(b.card->stats().queues == 0);  // the driver dequeued what it had
+  auto dev = amd::open_am(b.os, ao, b.options());
+  CHECK(dev->info().interface.find("cold start") != std::string::npos);  // a fault left behind means a reset
+  CHECK(b.card->stats().mode1_resets == 1);
+  CHECK(add_one_works(*dev));
+}
+
+TEST_CASE("am: a hang times out, the queues are dequeued, and the next open warm-starts and works") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  Bench b;
+  amd::AmdOptions ao;
+  ao.name = "emu:amd:pci";
+  {
+    auto dev = amd::open_am(b.os, ao, b.options());
+    CHECK(add_one_works(*dev));
+    dev->set_default_timeout(std::chrono::milliseconds(200));
+    hcq::SignalRef never = dev->new_signal(0);
+    auto q = dev->compute_queue();
+    q->wait(*never, 1);  // nothing ever signals it: the queue hangs
+    q->signal(dev->timeline(), dev->next_timeline());
+    q->submit();
+    CHECK_THROWS_WITH_AS(dev->synchronize(), Contains("within 200 ms"), hcq::Timeout);
+    CHECK(dev->failed());
+    CHECK(b.card->stats().queues == 0);  // dequeued, which stopped the waiting queue
+  }
+  auto dev = amd::open_am(b.os, ao, b.options());
+  CHECK(dev->info().interface.find("warm start") != std::string::npos);
+  CHECK(b.card->stats().mode1_resets == 0);
+  CHECK(add_one_works(*dev));
 }
