@@ -1,5 +1,6 @@
 #include "drivers/devices.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 
@@ -11,6 +12,7 @@
 #include "emu/amd/am/am_card.h"
 #include "emu/amd/kfd/kfd_model.h"
 #include "emu/nv/rm/rm_model.h"
+#include "sys/pci.h"
 
 namespace ugpu::drivers {
 namespace {
@@ -118,6 +120,36 @@ DefaultDevice default_device() {
   if (sys::posix_os().exists("/dev/kfd")) return {"amd:kfd", "an AMD GPU was found (/dev/kfd)"};
   if (sys::posix_os().exists("/dev/nvidiactl")) return {"nv", "an NVIDIA GPU was found (/dev/nvidiactl)"};
   return {"emu:amd", "no GPU was found (no /dev/kfd, no /dev/nvidiactl), so the emulated AMD GPU runs it"};
+}
+
+std::vector<PciGpu> pci_gpus(sys::Os& os) {
+  std::vector<PciGpu> out;
+  for (const sys::PciInfo& p : sys::list_pci_devices(os)) {
+    if (p.class_code >> 16 != 0x03 && p.class_code >> 16 != 0x12) continue;
+    PciGpu g;
+    g.address = p.address, g.driver = p.driver.empty() ? "none" : p.driver;
+    char id[8];
+    std::snprintf(id, sizeof id, "0x%04x", p.device);
+    g.device_id = id;
+    const std::string unbind = "echo " + p.address + " | sudo tee /sys/bus/pci/devices/" + p.address + "/driver/unbind";
+    if (p.vendor == 0x1002) {
+      g.vendor = "AMD";
+      if (p.driver == "amdgpu") g.use = "amd:kfd (amdgpu is loaded); for amd:pci unbind it (" + unbind + ") and bind vfio-pci or run as root";
+      else if (p.driver == "vfio-pci") g.use = "amd:pci through vfio (needs read-write access to its /dev/vfio group)";
+      else if (p.driver.empty()) g.use = "amd:pci through sysfs (needs root; or bind vfio-pci to run without root)";
+      else g.use = "bound to " + p.driver + ": unbind it (" + unbind + ") for amd:pci";
+    } else if (p.vendor == 0x10de) {
+      g.vendor = "NVIDIA";
+      g.use = p.driver == "nvidia" ? "nv (nvidia.ko is loaded)" : "nv needs nvidia.ko loaded (no path without a kernel driver yet)";
+    } else {
+      char v[8];
+      std::snprintf(v, sizeof v, "0x%04x", p.vendor);
+      g.vendor = v;
+      g.use = "no ugpu driver for this vendor";
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name) {

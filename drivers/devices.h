@@ -7,6 +7,7 @@
 
 #include "hcq/device.h"
 #include "ir/uop.h"
+#include "sys/os.h"
 
 namespace ugpu::drivers {
 
@@ -26,6 +27,14 @@ struct DefaultDevice {
   std::string name, why;
 };
 DefaultDevice default_device();
+
+// The GPUs on the PCI bus (display and accelerator classes), with the driver bound to each and what
+// ugpu needs to use it: for `ugpu devices`.
+struct PciGpu {
+  std::string address, vendor, device_id, driver;
+  std::string use;  // "amd:kfd (amdgpu is loaded); for amd:pci ..." — one line a person can act on
+};
+std::vector<PciGpu> pci_gpus(sys::Os& os);
 
 // Compiles `kernel` for the device's target (through the compile cache) and loads it.
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name);

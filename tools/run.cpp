@@ -19,16 +19,26 @@ int devices_command(const std::vector<std::string>& args) {
     return 2;
   }
   drivers::DefaultDevice def = drivers::default_device();
-  std::printf("%-9s %-13s %-38s %-30s %s\n", "device", "kind", "arch", "interface", "memory");
+  std::printf("%-11s %-13s %-38s %-30s %s\n", "device", "kind", "arch", "interface", "memory");
   for (const drivers::DeviceEntry& e : drivers::known_devices()) {
     try {
       auto dev = drivers::open_device(e.name);
       hcq::DeviceInfo i = dev->info();
-      std::printf("%-9s %-13s %-38s %-30s %.1f GiB%s\n", e.name.c_str(), i.kind.c_str(), i.arch.c_str(), i.interface.c_str(),
+      std::printf("%-11s %-13s %-38s %-30s %.1f GiB%s\n", e.name.c_str(), i.kind.c_str(), i.arch.c_str(), i.interface.c_str(),
                   static_cast<double>(i.memory) / (1u << 30), e.name == def.name ? "   (default)" : "");
-    } catch (const Error& err) { std::printf("%-9s unavailable: %s\n", e.name.c_str(), err.what()); }
+    } catch (const Error& err) { std::printf("%-11s unavailable: %s\n", e.name.c_str(), err.what()); }
   }
   std::printf("\ndefault: %s (%s); choose another with --device or UGPU_DEVICE\n", def.name.c_str(), def.why.c_str());
+  std::vector<drivers::PciGpu> gpus;
+  try {
+    gpus = drivers::pci_gpus(sys::posix_os());
+  } catch (const Error& e) {
+    std::printf("\nPCI GPUs: cannot list them: %s\n", e.what());
+    return 0;
+  }
+  std::printf("\nPCI GPUs (%zu):%s\n", gpus.size(), gpus.empty() ? " none on this machine" : "");
+  for (const auto& g : gpus)
+    std::printf("  %s  %-6s %s  driver %-9s -> %s\n", g.address.c_str(), g.vendor.c_str(), g.device_id.c_str(), g.driver.c_str(), g.use.c_str());
   return 0;
 }
 

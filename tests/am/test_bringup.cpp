@@ -444,3 +444,21 @@ TEST_CASE("am: a hang times out, the queues are dequeued, and the next open warm
   CHECK(b.card->stats().mode1_resets == 0);
   CHECK(add_one_works(*dev));
 }
+
+TEST_CASE("am: `ugpu devices` lists PCI GPUs with their driver and what ugpu needs for each") {
+  using B = emu::amd::AmCardConfig::Binding;
+  for (auto [binding, driver, use] : {std::tuple{B::Vfio, "vfio-pci", "amd:pci through vfio"}, std::tuple{B::None, "none", "needs root"},
+                                      std::tuple{B::Amdgpu, "amdgpu", "amd:kfd (amdgpu is loaded); for amd:pci unbind it"}}) {
+    emu::amd::AmCardConfig c;
+    c.binding = binding;
+    emu::VirtualOs os;
+    auto card = emu::amd::install_am_gpu(os, c);
+    auto gpus = drivers::pci_gpus(os);
+    REQUIRE(gpus.size() == 1);
+    CHECK(gpus[0].address == "0000:03:00.0");
+    CHECK(gpus[0].vendor == "AMD");
+    CHECK(gpus[0].device_id == "0x744c");
+    CHECK(gpus[0].driver == driver);
+    CHECK(gpus[0].use.find(use) != std::string::npos);
+  }
+}

@@ -53,7 +53,8 @@ class AmInterface final : public AmdInterface {
     facts_.arch = c.arch, facts_.gfx_target_version = c.gfx_target_version, facts_.cu_count = d.cu_count();
     facts_.scratch_slots = d.scratch_slots ? d.scratch_slots : 32;
     facts_.bases = d.bases, facts_.vram_bytes = g_->memory().vram().bytes;
-    facts_.chip = std::string(c.name) + ", device " + hex(g_->pci().device_id());
+    std::string family(c.name);
+    facts_.chip = family.substr(0, family.find(' ')) + ", device " + hex(g_->pci().device_id());
     facts_.interface = "pci (" + g_->pci().kind() + ") " + g_->address() + ", no kernel driver, " + (g_->warm() ? "warm" : "cold") + " start in " +
                        std::to_string(int(g_->boot_ms() + 0.5)) + " ms";
     mailbox_ = alloc(4096, MemoryKind::Uncached);

@@ -71,12 +71,12 @@ std::vector<uint8_t> read_all(sys::Os& os, const std::string& path, const std::s
                 ", or point $UGPU_FIRMWARE_DIR at a directory holding it");
   sys::Fd fd(os, path, O_RDONLY);
   std::vector<uint8_t> out;
+  constexpr size_t kChunk = 256 << 10;
+  std::vector<uint8_t> chunk(kChunk);
   for (;;) {
-    size_t at = out.size();
-    out.resize(at + (1 << 20));
-    size_t n = os.pread(fd.get(), {out.data() + at, size_t(1) << 20}, at);
-    out.resize(at + n);
-    if (!n) break;
+    size_t n = os.pread(fd.get(), chunk, out.size());
+    out.insert(out.end(), chunk.begin(), chunk.begin() + long(n));
+    if (n < kChunk) break;
     if (out.size() > kMaxFile) throw Error("firmware " + path + " is larger than " + std::to_string(kMaxFile >> 20) + " MiB: not a firmware file");
   }
   return out;

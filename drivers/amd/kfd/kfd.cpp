@@ -115,8 +115,8 @@ KfdInterface::KfdInterface(std::shared_ptr<sys::Os> os, const AmdOptions& o) {
   } catch (const sys::OsError& e) {
     if (e.err() == ENOENT)
       throw Error(o.name +
-                  ": /dev/kfd does not exist: no AMD GPU with the amdgpu kernel driver here (modprobe amdgpu; a path with no "
-                  "kernel driver, amd:pci, is not built yet; without a GPU use emu:amd)");
+                  ": /dev/kfd does not exist: no AMD GPU with the amdgpu kernel driver here (modprobe amdgpu, or use amd:pci, "
+                  "which needs no kernel driver; without a GPU use emu:amd)");
     if (e.err() == EACCES || e.err() == EPERM)
       throw Error(o.name +
                   ": permission denied opening /dev/kfd: add your user to the render group (sudo usermod -aG render $USER, then "
