@@ -58,7 +58,7 @@ class Doorbell {
 class MappedMmio final : public Mmio {
  public:
   MappedMmio(void* base, size_t size, std::string name) : base_(static_cast<uint8_t*>(base)), size_(size), name_(std::move(name)) {}
-  MappedMmio(Mapping mapping, std::string name);  // owns the mapping
+  MappedMmio(Mapping mapping, std::string name);               // owns the mapping
   MappedMmio(Mapping mapping, size_t size, std::string name);  // owns the mapping; accesses stay below size
   size_t size() const override { return size_; }
   const std::string& name() const { return name_; }

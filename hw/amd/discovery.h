@@ -20,8 +20,18 @@ enum Table : int { kIpDiscovery = 0, kGc, kHarvest, kVcn, kMall, kNps, kTables }
 
 // Hardware ids of the blocks ugpu reads (soc15_hw_ip.h).
 enum HwId : uint16_t {
-  kMp1 = 1, kGcHw = 11, kMmhub = 34, kAthub = 35, kOsssys = 40, kHdp = 41, kSdma0 = 42, kSdma1 = 43, kDf = 46, kUmc = 150,
-  kNbif = 108, kMp0 = 255,
+  kMp1 = 1,
+  kGcHw = 11,
+  kMmhub = 34,
+  kAthub = 35,
+  kOsssys = 40,
+  kHdp = 41,
+  kSdma0 = 42,
+  kSdma1 = 43,
+  kDf = 46,
+  kUmc = 150,
+  kNbif = 108,
+  kMp0 = 255,
 };
 
 #pragma pack(push, 1)
@@ -69,17 +79,17 @@ struct GpuInfoHeader {
 };
 struct GcInfoV2_1 {
   GpuInfoHeader header;
-  uint32_t num_se, num_cu_per_sh, num_sh_per_se, num_rb_per_se, num_tccs, num_gprs, num_max_gs_thds, gs_table_depth,
-      gsprim_buff_depth, parameter_cache_depth, double_offchip_lds_buffer, wave_size, max_waves_per_simd,
-      max_scratch_slots_per_cu, lds_size, num_sc_per_se, num_packer_per_sc;
-  uint32_t num_tcp_per_sh, tcp_size_per_cu, num_sdp_interface, num_cu_per_sqc, instruction_cache_size_per_sqc,
-      scalar_data_cache_size_per_sqc, tcc_size;
+  uint32_t num_se, num_cu_per_sh, num_sh_per_se, num_rb_per_se, num_tccs, num_gprs, num_max_gs_thds, gs_table_depth, gsprim_buff_depth,
+      parameter_cache_depth, double_offchip_lds_buffer, wave_size, max_waves_per_simd, max_scratch_slots_per_cu, lds_size, num_sc_per_se,
+      num_packer_per_sc;
+  uint32_t num_tcp_per_sh, tcp_size_per_cu, num_sdp_interface, num_cu_per_sqc, instruction_cache_size_per_sqc, scalar_data_cache_size_per_sqc,
+      tcc_size;
 };
 struct GcInfoV1_0 {  // gfx11 parts report v1.x: WGPs per shader array instead of CUs
   GpuInfoHeader header;
-  uint32_t num_se, num_wgp0_per_sa, num_wgp1_per_sa, num_rb_per_se, num_gl2c, num_gprs, num_max_gs_thds, gs_table_depth,
-      gsprim_buff_depth, parameter_cache_depth, double_offchip_lds_buffer, wave_size, max_waves_per_simd,
-      max_scratch_slots_per_cu, lds_size, num_sc_per_se, num_sa_per_se, num_packer_per_sc, num_gl2a;
+  uint32_t num_se, num_wgp0_per_sa, num_wgp1_per_sa, num_rb_per_se, num_gl2c, num_gprs, num_max_gs_thds, gs_table_depth, gsprim_buff_depth,
+      parameter_cache_depth, double_offchip_lds_buffer, wave_size, max_waves_per_simd, max_scratch_slots_per_cu, lds_size, num_sc_per_se,
+      num_sa_per_se, num_packer_per_sc, num_gl2a;
 };
 struct HarvestEntry {
   uint16_t hw_id;

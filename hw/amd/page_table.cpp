@@ -15,7 +15,10 @@ std::string describe_pte(const PteFormat& f, uint64_t e) {
   flag(p.leaf_pde, "leaf");
   char buf[96];
   std::snprintf(buf, sizeof buf, "%sfrag=%u mtype=%s addr=0x%llx", s.empty() ? "" : " ", p.fragment,
-                p.mtype == f.mtype_uc ? "UC" : p.mtype == f.mtype_nc ? "NC" : std::to_string(p.mtype).c_str(), (unsigned long long)p.address);
+                p.mtype == f.mtype_uc   ? "UC"
+                : p.mtype == f.mtype_nc ? "NC"
+                                        : std::to_string(p.mtype).c_str(),
+                (unsigned long long)p.address);
   return s + buf;
 }
 

@@ -12,16 +12,16 @@ namespace ugpu::hw::amd {
 struct PteFormat {
   const char* name;
   uint64_t valid, system, snooped, executable, readable, writeable;
-  int frag_shift;                  // FRAGMENT: log2(contiguous bytes) - 12, 5 bits
-  uint64_t address_mask;           // physical address bits (4 KiB aligned)
-  int mtype_shift, mtype_bits;     // memory type
-  uint64_t pde_is_pte;             // a directory entry that is itself a leaf
-  uint32_t mtype_uc, mtype_nc;     // uncached (signals, mailboxes), non-coherent cached (VRAM)
+  int frag_shift;               // FRAGMENT: log2(contiguous bytes) - 12, 5 bits
+  uint64_t address_mask;        // physical address bits (4 KiB aligned)
+  int mtype_shift, mtype_bits;  // memory type
+  uint64_t pde_is_pte;          // a directory entry that is itself a leaf
+  uint32_t mtype_uc, mtype_nc;  // uncached (signals, mailboxes), non-coherent cached (VRAM)
 };
 
 // gfx10 and gfx11 (AMDGPU_PTE_* and AMDGPU_PTE_MTYPE_NV10, MTYPE_* of soc21_enum.h).
-inline constexpr PteFormat kPteGfx11{"gfx11", 1ull << 0, 1ull << 1, 1ull << 2, 1ull << 4, 1ull << 5, 1ull << 6,
-                                     7, 0x0000FFFFFFFFF000ull, 48, 3, 1ull << 54, 3, 0};
+inline constexpr PteFormat kPteGfx11{"gfx11", 1ull << 0, 1ull << 1,  1ull << 2, 1ull << 4, 1ull << 5, 1ull << 6, 7, 0x0000FFFFFFFFF000ull,
+                                     48,      3,         1ull << 54, 3,         0};
 
 inline constexpr int kPageTableLevels = 4;
 inline constexpr int kLevelShift[kPageTableLevels] = {39, 30, 21, 12};  // PDB2, PDB1, PDB0, PTB

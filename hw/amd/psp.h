@@ -9,8 +9,14 @@ namespace ugpu::hw::amd::psp {
 
 // Bootloader (C2PMSG_35 command; C2PMSG_36 = buffer address >> 20). Ready = C2PMSG_35 reads exactly kBlReady.
 enum BootloaderCmd : uint32_t {
-  kBlLoadSysDrv = 0x10000, kBlLoadSosDrv = 0x20000, kBlLoadKeyDatabase = 0x80000, kBlLoadSocDrv = 0xB0000, kBlLoadDbgDrv = 0xC0000,
-  kBlLoadIntfDrv = 0xD0000, kBlLoadRasDrv = 0xE0000, kBlLoadTosSplTable = 0x10000000,
+  kBlLoadSysDrv = 0x10000,
+  kBlLoadSosDrv = 0x20000,
+  kBlLoadKeyDatabase = 0x80000,
+  kBlLoadSocDrv = 0xB0000,
+  kBlLoadDbgDrv = 0xC0000,
+  kBlLoadIntfDrv = 0xD0000,
+  kBlLoadRasDrv = 0xE0000,
+  kBlLoadTosSplTable = 0x10000000,
 };
 inline constexpr uint32_t kBlReady = 0x80000000;
 inline constexpr uint64_t kBootloaderBufferBytes = 1 << 20;  // 1 MiB, 1 MiB aligned
@@ -22,15 +28,41 @@ inline constexpr uint32_t kRingTypeKm = 2;
 
 // KM ring commands (psp_gfx_cmd_resp::cmd_id).
 enum CmdId : uint32_t {
-  kCmdLoadTa = 0x01, kCmdLoadAsd = 0x04, kCmdSetupTmr = 0x05, kCmdLoadIpFw = 0x06, kCmdDestroyTmr = 0x07, kCmdLoadToc = 0x20,
-  kCmdAutoloadRlc = 0x21, kCmdBootCfg = 0x22,
+  kCmdLoadTa = 0x01,
+  kCmdLoadAsd = 0x04,
+  kCmdSetupTmr = 0x05,
+  kCmdLoadIpFw = 0x06,
+  kCmdDestroyTmr = 0x07,
+  kCmdLoadToc = 0x20,
+  kCmdAutoloadRlc = 0x21,
+  kCmdBootCfg = 0x22,
 };
 // Firmware types of LOAD_IP_FW (enum psp_gfx_fw_type) used by gfx11 parts.
 enum FwType : uint32_t {
-  kFwRlcV = 7, kFwRlcG = 8, kFwSmu = 18, kFwRlcRestoreListGpmMem = 20, kFwRlcRestoreListSrmMem = 21, kFwRlcP = 25, kFwRlcIram = 26,
-  kFwRlcDramBoot = 48, kFwRegList = 67, kFwImuI = 68, kFwImuD = 69, kFwSdmaTh0 = 71, kFwSdmaTh1 = 72, kFwRs64Pfp = 87, kFwRs64Me = 88,
-  kFwRs64Mec = 89, kFwRs64PfpP0Stack = 90, kFwRs64PfpP1Stack = 91, kFwRs64MeP0Stack = 92, kFwRs64MeP1Stack = 93,
-  kFwRs64MecP0Stack = 94, kFwRs64MecP1Stack = 95, kFwRs64MecP2Stack = 96, kFwRs64MecP3Stack = 97,
+  kFwRlcV = 7,
+  kFwRlcG = 8,
+  kFwSmu = 18,
+  kFwRlcRestoreListGpmMem = 20,
+  kFwRlcRestoreListSrmMem = 21,
+  kFwRlcP = 25,
+  kFwRlcIram = 26,
+  kFwRlcDramBoot = 48,
+  kFwRegList = 67,
+  kFwImuI = 68,
+  kFwImuD = 69,
+  kFwSdmaTh0 = 71,
+  kFwSdmaTh1 = 72,
+  kFwRs64Pfp = 87,
+  kFwRs64Me = 88,
+  kFwRs64Mec = 89,
+  kFwRs64PfpP0Stack = 90,
+  kFwRs64PfpP1Stack = 91,
+  kFwRs64MeP0Stack = 92,
+  kFwRs64MeP1Stack = 93,
+  kFwRs64MecP0Stack = 94,
+  kFwRs64MecP1Stack = 95,
+  kFwRs64MecP2Stack = 96,
+  kFwRs64MecP3Stack = 97,
 };
 const char* fw_type_name(uint32_t t);  // "RS64_MEC"; nullptr for types ugpu does not know
 

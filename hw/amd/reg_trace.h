@@ -26,7 +26,7 @@ struct RegTrace {
 };
 
 std::string format_reg_trace(const RegTrace& t);
-RegTrace parse_reg_trace(std::string_view text);  // throws Error naming the line
+RegTrace parse_reg_trace(std::string_view text);    // throws Error naming the line
 std::string describe_reg_trace(const RegTrace& t);  // one line per access with the register's name
 
 }  // namespace ugpu::hw::amd

@@ -24,13 +24,13 @@ struct Register {
 // (gfx1100), which keeps the Navi2x layout (Linux's sienna_cichlid_ip_offset.h).
 struct IpBases {
   std::array<std::array<uint32_t, kMaxSegments>, kIpCount> of = {{
-      {0x1260, 0xA000, 0x1C000, 0x2402C00},           // GC (and SDMA, whose registers live in GC's space on gfx11)
-      {0x0, 0x14, 0xD20, 0x10400, 0x241B000},         // NBIO (NBIF)
+      {0x1260, 0xA000, 0x1C000, 0x2402C00},                // GC (and SDMA, whose registers live in GC's space on gfx11)
+      {0x0, 0x14, 0xD20, 0x10400, 0x241B000},              // NBIO (NBIF)
       {0x16000, 0xDC0000, 0xE00000, 0xE40000, 0x243FC00},  // MP0 (PSP)
       {0x16000, 0xDC0000, 0xE00000, 0xE40000, 0x243FC00},  // MP1 (SMU)
-      {0x10A0, 0x240A000},                            // OSSSYS (IH)
-      {0x1A000, 0x2408800},                           // MMHUB
-      {0xF20, 0x240A400},                             // HDP
+      {0x10A0, 0x240A000},                                 // OSSSYS (IH)
+      {0x1A000, 0x2408800},                                // MMHUB
+      {0xF20, 0x240A400},                                  // HDP
   }};
   std::array<uint32_t, kMaxSegments>& operator[](Ip ip) { return of[static_cast<int>(ip)]; }
   const std::array<uint32_t, kMaxSegments>& operator[](Ip ip) const { return of[static_cast<int>(ip)]; }

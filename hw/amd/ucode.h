@@ -29,11 +29,10 @@ struct GfxV2_0 {
 // Offsets are from the start of the file.
 struct RlcV2_0 {
   Common common;
-  uint32_t ucode_feature_version, jt_offset, jt_size, save_and_restore_offset, clear_state_descriptor_offset,
-      avail_scratch_ram_locations, reg_restore_list_size, reg_list_format_start, reg_list_format_separate_start,
-      starting_offsets_start, reg_list_format_size_bytes, reg_list_format_array_offset_bytes, reg_list_size_bytes,
-      reg_list_array_offset_bytes, reg_list_format_separate_size_bytes, reg_list_format_separate_array_offset_bytes,
-      reg_list_separate_size_bytes, reg_list_separate_array_offset_bytes;
+  uint32_t ucode_feature_version, jt_offset, jt_size, save_and_restore_offset, clear_state_descriptor_offset, avail_scratch_ram_locations,
+      reg_restore_list_size, reg_list_format_start, reg_list_format_separate_start, starting_offsets_start, reg_list_format_size_bytes,
+      reg_list_format_array_offset_bytes, reg_list_size_bytes, reg_list_array_offset_bytes, reg_list_format_separate_size_bytes,
+      reg_list_format_separate_array_offset_bytes, reg_list_separate_size_bytes, reg_list_separate_array_offset_bytes;
 };
 struct RlcSection {
   uint32_t ucode_ver, feature_ver, size_bytes, offset_bytes;
@@ -60,8 +59,8 @@ struct ImuV1_0 {
 // sdma_*.bin v2: the context-switch and control engines' code, offsets from ucode_array_offset_bytes.
 struct SdmaV2_0 {
   Common common;
-  uint32_t ucode_feature_version, ctx_ucode_size_bytes, ctx_jt_offset, ctx_jt_size, ctl_ucode_offset, ctl_ucode_size_bytes,
-      ctl_jt_offset, ctl_jt_size;
+  uint32_t ucode_feature_version, ctx_ucode_size_bytes, ctx_jt_offset, ctx_jt_size, ctl_ucode_offset, ctl_ucode_size_bytes, ctl_jt_offset,
+      ctl_jt_size;
 };
 // sdma_*.bin v3 (RS64 SDMA, gfx12): one image, offset from the file start.
 struct SdmaV3_0 {
@@ -95,8 +94,17 @@ static_assert(sizeof(PspBinDesc) == 16 && sizeof(PspV2_0) == 36);
 
 // PSP component types in a sOS file (amdgpu_ucode.h enum psp_fw_type).
 enum PspFwType : uint32_t {
-  kPspUnknown = 0, kPspSos = 1, kPspSysDrv = 2, kPspKdb = 3, kPspToc = 4, kPspSpl = 5, kPspRl = 6, kPspSocDrv = 7, kPspIntfDrv = 8,
-  kPspDbgDrv = 9, kPspRasDrv = 10,
+  kPspUnknown = 0,
+  kPspSos = 1,
+  kPspSysDrv = 2,
+  kPspKdb = 3,
+  kPspToc = 4,
+  kPspSpl = 5,
+  kPspRl = 6,
+  kPspSocDrv = 7,
+  kPspIntfDrv = 8,
+  kPspDbgDrv = 9,
+  kPspRasDrv = 10,
 };
 const char* psp_fw_type_name(uint32_t t);
 

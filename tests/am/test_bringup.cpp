@@ -1,7 +1,6 @@
 // The AMD driver with no kernel driver (AM, drivers/amd/am/) step by step against the emulated card
 // (emu/amd/am/): IP discovery, firmware, page tables, the PSP and SMU, queues, faults and recovery.
 #include <doctest/doctest.h>
-
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -66,8 +65,7 @@ TEST_CASE("am: a damaged or absent discovery table is a clear error") {
     b[i] ^= 0xA5;
     try {
       parse(b);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
   }
 }
 
@@ -172,10 +170,10 @@ TEST_CASE("am: VRAM allocation takes big aligned pieces, keeps CPU-visible memor
 
 // ---- the whole driver on the emulated card ----
 
+#include "codegen/builtin_kernels.h"
 #include "drivers/amd/am/am.h"
 #include "drivers/devices.h"
 #include "emu/amd/am/am_card.h"
-#include "codegen/builtin_kernels.h"
 #include "hcq/queue.h"
 #include "hw/amd/am11_regs.h"
 #include "hw/amd/reg_trace.h"
@@ -223,10 +221,14 @@ TEST_CASE("am: the PSP sees the bootloader components, the KM ring commands and 
   REQUIRE_MESSAGE(have_firmware(), "the AM tests need Debian's firmware-amd-graphics (scripts/setup --tests installs it)");
   Bench b;
   auto g = b.boot();
-  std::vector<std::string> want = {"PSP bootloader: loaded component 0x80000",     "PSP bootloader: loaded component 0x10000000",
-                                   "PSP bootloader: loaded component 0x10000",     "PSP bootloader: loaded component 0x20000",
-                                   "PSP: sOS is running",                          "PSP: KM ring created",
-                                   "PSP: LOAD_TOC",                                "PSP: SETUP_TMR",
+  std::vector<std::string> want = {"PSP bootloader: loaded component 0x80000",
+                                   "PSP bootloader: loaded component 0x10000000",
+                                   "PSP bootloader: loaded component 0x10000",
+                                   "PSP bootloader: loaded component 0x20000",
+                                   "PSP: sOS is running",
+                                   "PSP: KM ring created",
+                                   "PSP: LOAD_TOC",
+                                   "PSP: SETUP_TMR",
                                    "PSP: AUTOLOAD_RLC: RLC booted the graphics engines (23 firmware images)"};
   auto log = b.card->log();
   size_t at = 0;

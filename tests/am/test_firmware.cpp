@@ -26,7 +26,8 @@ std::vector<uint8_t> slurp(const std::string& p) {
 }  // namespace
 
 TEST_CASE("am firmware: every gfx1100 file of firmware-amd-graphics parses into the PSP's load list") {
-  REQUIRE_MESSAGE(have_debian_firmware(), "no " << amd::am::Firmware::default_dir() << "/psp_13_0_0_sos.bin: scripts/setup --tests installs firmware-amd-graphics");
+  REQUIRE_MESSAGE(have_debian_firmware(),
+                  "no " << amd::am::Firmware::default_dir() << "/psp_13_0_0_sos.bin: scripts/setup --tests installs firmware-amd-graphics");
   auto fw = amd::am::Firmware::load(sys::posix_os(), amd::am::Firmware::default_dir(), kNavi31);
   CHECK(fw.files.size() == 8);
   // Bootloader: KDB, SPL (the KDB blob again), SYS_DRV, SOS.
@@ -44,11 +45,28 @@ TEST_CASE("am firmware: every gfx1100 file of firmware-amd-graphics parses into 
   // LOAD_IP_FW: SDMA TH1, TH0, PFP + 2 stacks, ME + 2 stacks, MEC + 4 stacks, IMU I/D, RLC GPM, SRM, IRAM, DRAM, P, V, G.
   std::vector<uint32_t> types;
   for (const auto& b : fw.ip) types.push_back(b.type);
-  const std::vector<uint32_t> want = {psp::kFwSdmaTh1, psp::kFwSdmaTh0, psp::kFwRs64Pfp, psp::kFwRs64PfpP0Stack, psp::kFwRs64PfpP1Stack,
-                                      psp::kFwRs64Me, psp::kFwRs64MeP0Stack, psp::kFwRs64MeP1Stack, psp::kFwRs64Mec, psp::kFwRs64MecP0Stack,
-                                      psp::kFwRs64MecP1Stack, psp::kFwRs64MecP2Stack, psp::kFwRs64MecP3Stack, psp::kFwImuI, psp::kFwImuD,
-                                      psp::kFwRlcRestoreListGpmMem, psp::kFwRlcRestoreListSrmMem, psp::kFwRlcIram, psp::kFwRlcDramBoot,
-                                      psp::kFwRlcP, psp::kFwRlcV, psp::kFwRlcG};
+  const std::vector<uint32_t> want = {psp::kFwSdmaTh1,
+                                      psp::kFwSdmaTh0,
+                                      psp::kFwRs64Pfp,
+                                      psp::kFwRs64PfpP0Stack,
+                                      psp::kFwRs64PfpP1Stack,
+                                      psp::kFwRs64Me,
+                                      psp::kFwRs64MeP0Stack,
+                                      psp::kFwRs64MeP1Stack,
+                                      psp::kFwRs64Mec,
+                                      psp::kFwRs64MecP0Stack,
+                                      psp::kFwRs64MecP1Stack,
+                                      psp::kFwRs64MecP2Stack,
+                                      psp::kFwRs64MecP3Stack,
+                                      psp::kFwImuI,
+                                      psp::kFwImuD,
+                                      psp::kFwRlcRestoreListGpmMem,
+                                      psp::kFwRlcRestoreListSrmMem,
+                                      psp::kFwRlcIram,
+                                      psp::kFwRlcDramBoot,
+                                      psp::kFwRlcP,
+                                      psp::kFwRlcV,
+                                      psp::kFwRlcG};
   CHECK(types == want);
   CHECK(fw.ip[8].data.size() == 0x41520);  // MEC instructions
   CHECK(fw.mec_start == 0x0007000000003000ull);
@@ -84,8 +102,8 @@ TEST_CASE("am firmware: missing and damaged files are errors naming the file and
     CAPTURE(c.file);
     CAPTURE(c.message);
     emu::VirtualOs v;
-    for (const char* n : {"psp_13_0_0_sos.bin", "smu_13_0_0.bin", "sdma_6_0_0.bin", "gc_11_0_0_pfp.bin", "gc_11_0_0_me.bin",
-                          "gc_11_0_0_mec.bin", "gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin"}) {
+    for (const char* n : {"psp_13_0_0_sos.bin", "smu_13_0_0.bin", "sdma_6_0_0.bin", "gc_11_0_0_pfp.bin", "gc_11_0_0_me.bin", "gc_11_0_0_mec.bin",
+                          "gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin"}) {
       auto b = slurp(dir + "/" + n);
       if (std::string(n) == c.file) c.damage(b);
       auto span = v.add_mmap_file(std::string("/fw/") + n, b.size());

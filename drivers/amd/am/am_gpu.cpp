@@ -68,8 +68,8 @@ uint32_t Regs::wait(const hw::amd::Register& reg, uint32_t mask, uint32_t value,
     uint32_t v = read(reg);
     if ((v & mask) == value) return v;
     if (Clock::now() > deadline)
-      throw Error(what + ": timed out after " + std::to_string(timeout.count()) + " ms waiting for " + reg.name + " & " + hex(mask) + " == " +
-                  hex(value) + " (it reads " + hex(v) + ")");
+      throw Error(what + ": timed out after " + std::to_string(timeout.count()) + " ms waiting for " + reg.name + " & " + hex(mask) +
+                  " == " + hex(value) + " (it reads " + hex(v) + ")");
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
@@ -157,9 +157,7 @@ void AmGpu::boot(sys::Os& os) {
   std::string lock_path = "/tmp/ugpu-am-" + address_ + ".lock";
   try {
     lock_ = sys::Fd(os, lock_path, O_RDWR | O_CREAT);
-  } catch (const sys::OsError& e) {
-    throw Error("amd:pci: cannot create the device lock " + lock_path + ": " + e.what());
-  }
+  } catch (const sys::OsError& e) { throw Error("amd:pci: cannot create the device lock " + lock_path + ": " + e.what()); }
   if (int rc = os.flock(lock_.get(), LOCK_EX | LOCK_NB); rc < 0)
     throw Error("amd:pci: " + address_ + " is in use by another ugpu process (" + lock_path + " is locked" +
                 (rc == -EWOULDBLOCK ? "" : ", " + sys::errno_name(-rc)) + ")");
@@ -188,8 +186,9 @@ void AmGpu::boot(sys::Os& os) {
                 "); AM boots GC 11.0.0 (gfx1100) so far. Use amd:kfd with the amdgpu kernel driver for this GPU");
   chip_ = {row->gc, row->arch, row->gfx_target_version, row->name};
   regs_->set_bases(disc_.bases);
-  step("discovery", std::string(row->arch) + " " + row->name + ", " + std::to_string(disc_.cu_count()) + " CUs, " + std::to_string(memsize) +
-                        " MiB VRAM", ms_since(t));
+  step("discovery",
+       std::string(row->arch) + " " + row->name + ", " + std::to_string(disc_.cu_count()) + " CUs, " + std::to_string(memsize) + " MiB VRAM",
+       ms_since(t));
   if (!mapped) throw Error("amd:pci: BAR0 of " + address_ + " cannot be mapped as memory; AM needs the host to see VRAM through it");
   if (vram_bar_->size() < kBootBytes + (64 << 20))
     throw Error("amd:pci: BAR0 of " + address_ + " shows " + std::to_string(vram_bar_->size() >> 20) +
@@ -208,8 +207,7 @@ void AmGpu::boot(sys::Os& os) {
   try {
     aperture_ = sys::Mapping(os, vram, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (reinterpret_cast<uint64_t>(aperture_.data()) != fb_base_) aperture_ = {};  // an old kernel took the address as a hint
-  } catch (const sys::OsError&) {
-  }
+  } catch (const sys::OsError&) {}
   private_va_ = sys::Mapping(os, kPrivateVaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   mem_ = std::make_unique<AmMemory>(hw::amd::kPteGfx11, VramWindow{vram, fb_base_, mapped->base(), std::min<uint64_t>(vram, mapped->size())},
                                     kBootBytes, kReservedTop, kTableStart, reinterpret_cast<uint64_t>(private_va_.data()), kPrivateVaBytes);
@@ -235,9 +233,10 @@ void AmGpu::boot(sys::Os& os) {
   warm_ = !o_.force_reset && version == kVersion && state == 0 && psp_up && regs_->read(r::GCVM_L2_PROTECTION_FAULT_STATUS) == 0;
   if (!warm_ && psp_up) {
     t = Clock::now();
-    std::string why = o_.force_reset ? "a reset was asked for" : version != kVersion ? "the firmware was started by another driver"
-                                                                   : state != 0     ? "the previous run did not finish cleanly"
-                                                                                    : "the previous run left a GPU fault";
+    std::string why = o_.force_reset        ? "a reset was asked for"
+                      : version != kVersion ? "the firmware was started by another driver"
+                      : state != 0          ? "the previous run did not finish cleanly"
+                                            : "the previous run left a GPU fault";
     smu_->mode1_reset();
     step("SMU", "mode-1 reset (" + why + ")", ms_since(t));
   }

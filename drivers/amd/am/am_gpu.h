@@ -24,13 +24,13 @@
 namespace ugpu::amd::am {
 
 struct AmOptions {
-  std::string address;                             // PCI address; empty: the first AMD GPU without a kernel driver
-  std::string firmware_dir;                        // empty: Firmware::default_dir()
-  bool force_reset = false;                        // cold boot even after a clean previous run ($UGPU_AM_RESET=1)
-  bool trace = false;                              // record every register access (Regs::trace)
+  std::string address;                               // PCI address; empty: the first AMD GPU without a kernel driver
+  std::string firmware_dir;                          // empty: Firmware::default_dir()
+  bool force_reset = false;                          // cold boot even after a clean previous run ($UGPU_AM_RESET=1)
+  bool trace = false;                                // record every register access (Regs::trace)
   std::function<void(const std::string&)> progress;  // one line per bring-up step, as it happens
-  std::chrono::milliseconds timeout{2000};         // each wait for the hardware
-  std::chrono::milliseconds reset_settle{500};     // after a mode-1 reset, before touching registers
+  std::chrono::milliseconds timeout{2000};           // each wait for the hardware
+  std::chrono::milliseconds reset_settle{500};       // after a mode-1 reset, before touching registers
 };
 
 // Register access through BAR5, with registers past it reached through RSMU_INDEX/DATA, and waits

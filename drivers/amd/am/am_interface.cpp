@@ -32,7 +32,7 @@ class AmDoorbell final : public sys::Doorbell {
 struct AmMemoryBlock : AmdInterface::Memory {
   std::shared_ptr<AmGpu> g;
   std::vector<am::AmMemory::Chunk> chunks;
-  sys::DmaBuffer dma;  // host memory (empty for VRAM)
+  sys::DmaBuffer dma;       // host memory (empty for VRAM)
   bool private_va = false;  // va came from alloc_va (the host does not map the memory)
   ~AmMemoryBlock() {
     if (!g) return;
@@ -126,9 +126,7 @@ class AmInterface final : public AmdInterface {
     // dequeueing (stop_queues), and the firmware stays usable for a warm start.
     try {
       if (g_->regs().read(hw::amd::am11::GCVM_L2_PROTECTION_FAULT_STATUS)) g_->set_error();
-    } catch (const Error&) {
-      g_->set_error();
-    }
+    } catch (const Error&) { g_->set_error(); }
   }
 
   Interrupt interrupt() const override { return {mailbox_->va, 0}; }

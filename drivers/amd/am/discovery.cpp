@@ -26,8 +26,7 @@ struct Reader {
       throw Error(std::string("IP discovery: the ") + what + " (" + std::to_string(size) + " bytes at " + hex(offset) + ") runs past the table");
     uint16_t got = d::checksum(bin.data() + offset, size);
     if (got != expected)
-      throw Error(std::string("IP discovery: the ") + what + " checksum is " + hex(got) + ", the table says " + hex(expected) +
-                  " (a damaged table)");
+      throw Error(std::string("IP discovery: the ") + what + " checksum is " + hex(got) + ", the table says " + hex(expected) + " (a damaged table)");
   }
 };
 
@@ -36,7 +35,7 @@ struct Feeds {
   uint16_t hw_id;
   Ip ip;
 };
-constexpr Feeds kFeeds[] = {{d::kGcHw, Ip::GC},   {d::kNbif, Ip::NBIO},  {d::kMp0, Ip::MP0}, {d::kMp1, Ip::MP1},
+constexpr Feeds kFeeds[] = {{d::kGcHw, Ip::GC},       {d::kNbif, Ip::NBIO},   {d::kMp0, Ip::MP0}, {d::kMp1, Ip::MP1},
                             {d::kOsssys, Ip::OSSSYS}, {d::kMmhub, Ip::MMHUB}, {d::kHdp, Ip::HDP}};
 }  // namespace
 

@@ -27,7 +27,7 @@ struct Discovery {
     std::vector<uint32_t> bases;  // dword addresses, per segment
     uint8_t instances = 0;
   };
-  std::map<uint16_t, Block> blocks;  // by hardware id (instance 0's version and bases)
+  std::map<uint16_t, Block> blocks;                     // by hardware id (instance 0's version and bases)
   std::vector<std::pair<uint16_t, uint8_t>> harvested;  // (hw id, instance) fused off
   hw::amd::IpBases bases;                               // for the register tables
   // GC shape (gc_info).

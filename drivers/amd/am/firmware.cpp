@@ -41,8 +41,8 @@ struct File {
   std::span<const uint8_t> section(uint64_t off, uint64_t size, const char* what) const {
     if (!size) fail(std::string(what) + " is empty");
     if (off > f.size() || size > f.size() - off)
-      fail(std::string(what) + " (" + std::to_string(size) + " bytes at " + hex(off) + ") runs past the end of the " +
-           std::to_string(f.size()) + "-byte file");
+      fail(std::string(what) + " (" + std::to_string(size) + " bytes at " + hex(off) + ") runs past the end of the " + std::to_string(f.size()) +
+           "-byte file");
     return f.subspan(off, size);
   }
   u::Common common(int major, std::initializer_list<int> header_majors) const {
@@ -61,9 +61,7 @@ struct File {
   [[noreturn]] void fail(const std::string& what) const { throw Error("firmware " + name + ": " + what + " (from " + kPackage + ")"); }
 };
 
-std::string ver_name(const IpVersion& v) {
-  return std::to_string(v.major) + "_" + std::to_string(v.minor) + "_" + std::to_string(v.revision);
-}
+std::string ver_name(const IpVersion& v) { return std::to_string(v.major) + "_" + std::to_string(v.minor) + "_" + std::to_string(v.revision); }
 
 std::vector<uint8_t> read_all(sys::Os& os, const std::string& path, const std::string& name) {
   if (!os.exists(path))
@@ -144,11 +142,12 @@ void parse_sdma(const std::string& name, std::span<const uint8_t> bytes, Firmwar
   }
   auto h = f.header<u::SdmaV2_0>("SDMA v2");
   out.ip.push_back({name + ": SDMA_UCODE_TH1", psp::kFwSdmaTh1, f.section(h.ctl_ucode_offset, h.ctl_ucode_size_bytes, "SDMA control thread")});
-  out.ip.push_back({name + ": SDMA_UCODE_TH0", psp::kFwSdmaTh0, f.section(c.ucode_array_offset_bytes, h.ctx_ucode_size_bytes, "SDMA context thread")});
+  out.ip.push_back(
+      {name + ": SDMA_UCODE_TH0", psp::kFwSdmaTh0, f.section(c.ucode_array_offset_bytes, h.ctx_ucode_size_bytes, "SDMA context thread")});
 }
 
-void parse_rs64(const std::string& name, std::span<const uint8_t> bytes, uint32_t code_type, std::span<const uint32_t> stack_types,
-                Firmware& out, uint64_t* start) {
+void parse_rs64(const std::string& name, std::span<const uint8_t> bytes, uint32_t code_type, std::span<const uint32_t> stack_types, Firmware& out,
+                uint64_t* start) {
   File f{name, bytes};
   auto c = f.common(-1, {2});
   auto h = f.header<u::GfxV2_0>("RS64 gfx v2");
@@ -165,14 +164,15 @@ void parse_imu(const std::string& name, std::span<const uint8_t> bytes, Firmware
   auto h = f.header<u::ImuV1_0>("IMU v1");
   // The IMU's data follows its instructions directly; the header's own offsets are not used (amdgpu_ucode.c).
   out.ip.push_back({name + ": IMU_I", psp::kFwImuI, f.section(c.ucode_array_offset_bytes, h.iram_size_bytes, "IMU instructions")});
-  out.ip.push_back({name + ": IMU_D", psp::kFwImuD,
-                    f.section(uint64_t(c.ucode_array_offset_bytes) + h.iram_size_bytes, h.dram_size_bytes, "IMU data")});
+  out.ip.push_back(
+      {name + ": IMU_D", psp::kFwImuD, f.section(uint64_t(c.ucode_array_offset_bytes) + h.iram_size_bytes, h.dram_size_bytes, "IMU data")});
 }
 
 void parse_rlc(const std::string& name, std::span<const uint8_t> bytes, Firmware& out) {
   File f{name, bytes};
   auto c = f.common(-1, {2});
-  if (c.header_version_minor < 2) f.fail("RLC header v2." + std::to_string(c.header_version_minor) + " has no IRAM/DRAM images; gfx11 needs v2.2 or later");
+  if (c.header_version_minor < 2)
+    f.fail("RLC header v2." + std::to_string(c.header_version_minor) + " has no IRAM/DRAM images; gfx11 needs v2.2 or later");
   auto h = f.header<u::RlcV2_2>("RLC v2.2");
   const auto& l = h.v2_1;
   auto add = [&](uint32_t type, uint64_t off, uint64_t size) {

@@ -17,7 +17,7 @@
 namespace ugpu::amd::am {
 
 struct FwBlob {
-  std::string what;  // "gc_11_0_0_mec.bin: RS64_MEC"
+  std::string what;   // "gc_11_0_0_mec.bin: RS64_MEC"
   uint32_t type = 0;  // the bootloader command (sos) or the LOAD_IP_FW type (hw/amd/psp.h)
   std::span<const uint8_t> data;
 };
@@ -37,8 +37,8 @@ class Firmware {
   FwBlob toc;               // empty data when the sOS file has none
   FwBlob reg_list;          // the RL component (LOAD_IP_FW REG_LIST); may be empty
   FwBlob smu;
-  std::vector<FwBlob> ip;  // LOAD_IP_FW in order, RLC_G last
-  uint64_t mec_start = 0;  // the RS64 MEC's first instruction (a byte address in its ucode space)
+  std::vector<FwBlob> ip;          // LOAD_IP_FW in order, RLC_G last
+  uint64_t mec_start = 0;          // the RS64 MEC's first instruction (a byte address in its ucode space)
   std::vector<std::string> files;  // every file read, for messages
   std::string describe() const;
 
@@ -50,8 +50,8 @@ class Firmware {
 void parse_psp_sos(const std::string& name, std::span<const uint8_t> f, Firmware& out);
 void parse_smu(const std::string& name, std::span<const uint8_t> f, Firmware& out);
 void parse_sdma(const std::string& name, std::span<const uint8_t> f, Firmware& out);
-void parse_rs64(const std::string& name, std::span<const uint8_t> f, uint32_t code_type, std::span<const uint32_t> stack_types,
-                Firmware& out, uint64_t* start = nullptr);
+void parse_rs64(const std::string& name, std::span<const uint8_t> f, uint32_t code_type, std::span<const uint32_t> stack_types, Firmware& out,
+                uint64_t* start = nullptr);
 void parse_imu(const std::string& name, std::span<const uint8_t> f, Firmware& out);
 void parse_rlc(const std::string& name, std::span<const uint8_t> f, Firmware& out);
 

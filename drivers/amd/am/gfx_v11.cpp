@@ -59,7 +59,7 @@ void Gfx::init_hw(bool warm) {
   x.write(r::GRBM_CNTL, (x.read(r::GRBM_CNTL) & ~0xFFu) | 0xFF);  // READ_TIMEOUT
   for (uint32_t vmid = 0; vmid < 16; ++vmid) {
     select(0, 0, 0, vmid);
-    x.write(r::SH_MEM_CONFIG, 0xC00C);      // 64-bit addresses, unaligned access allowed, instruction prefetch
+    x.write(r::SH_MEM_CONFIG, 0xC00C);     // 64-bit addresses, unaligned access allowed, instruction prefetch
     x.write(r::SH_MEM_BASES, 0x00010002);  // LDS aperture at 1 << 48, scratch at 2 << 48
   }
   select(0, 0, 0);

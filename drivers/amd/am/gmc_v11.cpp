@@ -14,37 +14,80 @@ using hw::amd::Register;
 namespace {
 // The registers one hub programs, GC's and MM's side by side.
 struct Hub {
-  Register agp_base, agp_bot, agp_top, ap_low, ap_high, default_lsb, default_msb, fault_default_lo, fault_default_hi, l1_tlb, l2_cntl,
-      l2_cntl2, l2_cntl3, l2_cntl4, l2_cntl5, ident_low_lo, ident_low_hi, ident_high_lo, ident_high_hi, ident_off_lo, ident_off_hi, start_lo,
-      start_hi, end_lo, end_hi, base_lo, base_hi, ctx_cntl, fault_cntl, inv_req, inv_ack;
+  Register agp_base, agp_bot, agp_top, ap_low, ap_high, default_lsb, default_msb, fault_default_lo, fault_default_hi, l1_tlb, l2_cntl, l2_cntl2,
+      l2_cntl3, l2_cntl4, l2_cntl5, ident_low_lo, ident_low_hi, ident_high_lo, ident_high_hi, ident_off_lo, ident_off_hi, start_lo, start_hi, end_lo,
+      end_hi, base_lo, base_hi, ctx_cntl, fault_cntl, inv_req, inv_ack;
 };
-const Hub kGc{r::GCMC_VM_AGP_BASE, r::GCMC_VM_AGP_BOT, r::GCMC_VM_AGP_TOP, r::GCMC_VM_SYSTEM_APERTURE_LOW_ADDR,
-              r::GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR, r::GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, r::GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
-              r::GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, r::GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32, r::GCMC_VM_MX_L1_TLB_CNTL,
-              r::GCVM_L2_CNTL, r::GCVM_L2_CNTL2, r::GCVM_L2_CNTL3, r::GCVM_L2_CNTL4, r::GCVM_L2_CNTL5,
-              r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32, r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
-              r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32, r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
-              r::GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32, r::GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
-              r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32, r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32, r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
-              r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32, r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32, r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
-              r::GCVM_CONTEXT0_CNTL, r::GCVM_L2_PROTECTION_FAULT_CNTL, r::GCVM_INVALIDATE_ENG17_REQ, r::GCVM_INVALIDATE_ENG17_ACK};
-const Hub kMm{r::MMMC_VM_AGP_BASE, r::MMMC_VM_AGP_BOT, r::MMMC_VM_AGP_TOP, r::MMMC_VM_SYSTEM_APERTURE_LOW_ADDR,
-              r::MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR, r::MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, r::MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
-              r::MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, r::MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32, r::MMMC_VM_MX_L1_TLB_CNTL,
-              r::MMVM_L2_CNTL, r::MMVM_L2_CNTL2, r::MMVM_L2_CNTL3, r::MMVM_L2_CNTL4, r::MMVM_L2_CNTL5,
-              r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32, r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
-              r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32, r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
-              r::MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32, r::MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
-              r::MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32, r::MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32, r::MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
-              r::MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32, r::MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32, r::MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
-              r::MMVM_CONTEXT0_CNTL, r::MMVM_L2_PROTECTION_FAULT_CNTL, r::MMVM_INVALIDATE_ENG17_REQ, r::MMVM_INVALIDATE_ENG17_ACK};
+const Hub kGc{r::GCMC_VM_AGP_BASE,
+              r::GCMC_VM_AGP_BOT,
+              r::GCMC_VM_AGP_TOP,
+              r::GCMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+              r::GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+              r::GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+              r::GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+              r::GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+              r::GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+              r::GCMC_VM_MX_L1_TLB_CNTL,
+              r::GCVM_L2_CNTL,
+              r::GCVM_L2_CNTL2,
+              r::GCVM_L2_CNTL3,
+              r::GCVM_L2_CNTL4,
+              r::GCVM_L2_CNTL5,
+              r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+              r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+              r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+              r::GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+              r::GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+              r::GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+              r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32,
+              r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32,
+              r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
+              r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32,
+              r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32,
+              r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
+              r::GCVM_CONTEXT0_CNTL,
+              r::GCVM_L2_PROTECTION_FAULT_CNTL,
+              r::GCVM_INVALIDATE_ENG17_REQ,
+              r::GCVM_INVALIDATE_ENG17_ACK};
+const Hub kMm{r::MMMC_VM_AGP_BASE,
+              r::MMMC_VM_AGP_BOT,
+              r::MMMC_VM_AGP_TOP,
+              r::MMMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+              r::MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+              r::MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+              r::MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+              r::MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+              r::MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+              r::MMMC_VM_MX_L1_TLB_CNTL,
+              r::MMVM_L2_CNTL,
+              r::MMVM_L2_CNTL2,
+              r::MMVM_L2_CNTL3,
+              r::MMVM_L2_CNTL4,
+              r::MMVM_L2_CNTL5,
+              r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+              r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+              r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+              r::MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+              r::MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+              r::MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+              r::MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32,
+              r::MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32,
+              r::MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
+              r::MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32,
+              r::MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32,
+              r::MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
+              r::MMVM_CONTEXT0_CNTL,
+              r::MMVM_L2_PROTECTION_FAULT_CNTL,
+              r::MMVM_INVALIDATE_ENG17_REQ,
+              r::MMVM_INVALIDATE_ENG17_ACK};
 
 // VMID 0, legacy flush, L2 PTEs and PDE0-2 and L1 PTEs (gfxhub_v3_0 get_invalidate_req).
 constexpr uint32_t kInvalidateVmid0 = 0x00F80001;
 // GC hub client ids of VM_L2_PROTECTION_FAULT_STATUS.CID (gfxhub_v3_0.c).
 const char* gc_client(uint32_t cid) {
-  static const char* names[] = {"CB/DB", "?", "GE1", "GE2", "CPF", "CPC", "CPG", "RLC", "TCP (a shader's memory access)", "SQC (instructions)",
-                                "SQC (data)", "SQG", "?", "SDMA0", "SDMA1", "GCR", "SDMA2", "SDMA3"};
+  static const char* names[] = {
+      "CB/DB",      "?",   "GE1", "GE2",   "CPF",   "CPC", "CPG",   "RLC",  "TCP (a shader's memory access)", "SQC (instructions)",
+      "SQC (data)", "SQG", "?",   "SDMA0", "SDMA1", "GCR", "SDMA2", "SDMA3"};
   return cid < std::size(names) ? names[cid] : "?";
 }
 }  // namespace

@@ -37,8 +37,7 @@ void Ih::init_hw(bool) {
 void Ih::fini() noexcept {
   try {
     g.regs().write(r::IH_RB_CNTL, 0);
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
 }
 
 std::vector<Ih::Entry> Ih::drain() {

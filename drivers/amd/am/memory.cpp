@@ -14,10 +14,14 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 std::string mib(uint64_t b) { return std::to_string(b >> 20) + " MiB"; }
 }  // namespace
 
-AmMemory::AmMemory(const hw::amd::PteFormat& f, VramWindow vram, uint64_t boot_bytes, uint64_t reserved_top, uint64_t table_start,
-                   uint64_t va_base, uint64_t va_bytes)
-    : f_(f), vram_(vram), boot_bytes_(boot_bytes),
-      visible_(boot_bytes, std::min(vram.host_bytes, vram.bytes - reserved_top) - boot_bytes, kPage), va_(va_base, va_bytes, kPage), va_start_(table_start) {
+AmMemory::AmMemory(const hw::amd::PteFormat& f, VramWindow vram, uint64_t boot_bytes, uint64_t reserved_top, uint64_t table_start, uint64_t va_base,
+                   uint64_t va_bytes)
+    : f_(f),
+      vram_(vram),
+      boot_bytes_(boot_bytes),
+      visible_(boot_bytes, std::min(vram.host_bytes, vram.bytes - reserved_top) - boot_bytes, kPage),
+      va_(va_base, va_bytes, kPage),
+      va_start_(table_start) {
   uint64_t end = vram.bytes - reserved_top;
   if (vram.host_bytes < end) hidden_.emplace(vram.host_bytes, end - vram.host_bytes, kPage);
   root_ = new_table();
@@ -163,8 +167,7 @@ void AmMemory::map(uint64_t va, std::span<const Chunk> chunks, Access a) {
               break;
             }
           }
-        else
-          frag = uint32_t(hw::amd::kLevelShift[level] - 12);
+        else frag = uint32_t(hw::amd::kLevelShift[level] - 12);
         map_leaf(v, p, step, level, c, frag, a);
         v += step;
       }

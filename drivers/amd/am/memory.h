@@ -78,9 +78,7 @@ class AmMemory {
     std::array<std::unique_ptr<Table>, hw::amd::kEntriesPerTable> children;
   };
   // The entry of `va` in its level-`level` table: walks index from PAGE_TABLE_START_ADDR, not from 0.
-  uint64_t index(uint64_t va, int level) const {
-    return ((va - va_start_) >> hw::amd::kLevelShift[level]) & (hw::amd::kEntriesPerTable - 1);
-  }
+  uint64_t index(uint64_t va, int level) const { return ((va - va_start_) >> hw::amd::kLevelShift[level]) & (hw::amd::kEntriesPerTable - 1); }
   std::unique_ptr<Table> new_table();
   void write_entry(Table& t, uint64_t index, uint64_t value);
   void map_leaf(uint64_t va, uint64_t pa, uint64_t size, int level, const Chunk& c, uint32_t fragment, Access a);
@@ -89,7 +87,7 @@ class AmMemory {
   VramWindow vram_;
   uint64_t boot_bytes_, boot_next_ = 0;
   mutable std::mutex mu_;
-  hcq::RangeAllocator visible_, va_;        // VRAM inside BAR0, GPU VA
+  hcq::RangeAllocator visible_, va_;           // VRAM inside BAR0, GPU VA
   std::optional<hcq::RangeAllocator> hidden_;  // VRAM beyond BAR0 (none with a BAR that covers it all)
   uint64_t va_start_;
   std::unique_ptr<Table> root_;

@@ -115,8 +115,8 @@ uint32_t Psp::submit(uint32_t cmd_id, const std::function<void(uint8_t*)>& fill,
     std::memcpy(&fence, fence_.host, 4);
     if (fence == fence_value_) break;
     if (std::chrono::steady_clock::now() > deadline)
-      throw Error("PSP: " + what + ": no answer in " + std::to_string(g.options().timeout.count()) + " ms (fence " + std::to_string(fence) + ", waiting for " +
-                  std::to_string(fence_value_) + ")");
+      throw Error("PSP: " + what + ": no answer in " + std::to_string(g.options().timeout.count()) + " ms (fence " + std::to_string(fence) +
+                  ", waiting for " + std::to_string(fence_value_) + ")");
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   psp::Response resp;
@@ -129,10 +129,13 @@ void Psp::load_ip(const FwBlob& b) {
   if (b.data.size() > staging_.size) throw Error("PSP: " + b.what + " is larger than the 1 MiB staging buffer");
   std::memcpy(staging_.host, b.data.data(), b.data.size());
   g.flush_hdp();
-  submit(psp::kCmdLoadIpFw, [&](uint8_t* p) {
-    uint32_t v[4] = {uint32_t(staging_.mc), uint32_t(staging_.mc >> 32), uint32_t(b.data.size()), b.type};
-    std::memcpy(p, v, sizeof v);
-  }, "LOAD_IP_FW " + b.what);
+  submit(
+      psp::kCmdLoadIpFw,
+      [&](uint8_t* p) {
+        uint32_t v[4] = {uint32_t(staging_.mc), uint32_t(staging_.mc >> 32), uint32_t(b.data.size()), b.type};
+        std::memcpy(p, v, sizeof v);
+      },
+      "LOAD_IP_FW " + b.what);
 }
 
 void Psp::init_hw(bool warm) {
@@ -154,17 +157,24 @@ void Psp::init_hw(bool warm) {
     std::memset(fw_pri_.host, 0, fw_pri_.size);
     std::memcpy(fw_pri_.host, fw.toc.data.data(), fw.toc.data.size());
     g.flush_hdp();
-    tmr = submit(psp::kCmdLoadToc, [&](uint8_t* p) {
-      uint32_t v[3] = {uint32_t(fw_pri_.mc), uint32_t(fw_pri_.mc >> 32), uint32_t(fw.toc.data.size())};
-      std::memcpy(p, v, sizeof v);
-    }, "LOAD_TOC");
+    tmr = submit(
+        psp::kCmdLoadToc,
+        [&](uint8_t* p) {
+          uint32_t v[3] = {uint32_t(fw_pri_.mc), uint32_t(fw_pri_.mc >> 32), uint32_t(fw.toc.data.size())};
+          std::memcpy(p, v, sizeof v);
+        },
+        "LOAD_TOC");
     if (tmr > kTmrMax) throw Error("PSP: the firmware asks for a TMR of " + std::to_string(tmr) + " bytes; AM reserves " + std::to_string(kTmrMax));
   }
   load_ip(fw.smu);
-  submit(psp::kCmdSetupTmr, [&](uint8_t* p) {
-    uint32_t v[6] = {uint32_t(tmr_.mc), uint32_t(tmr_.mc >> 32), uint32_t(tmr), psp::kTmrVirtPhyAddr, uint32_t(tmr_.offset), uint32_t(tmr_.offset >> 32)};
-    std::memcpy(p, v, sizeof v);
-  }, "SETUP_TMR");
+  submit(
+      psp::kCmdSetupTmr,
+      [&](uint8_t* p) {
+        uint32_t v[6] = {uint32_t(tmr_.mc),    uint32_t(tmr_.mc >> 32), uint32_t(tmr),
+                         psp::kTmrVirtPhyAddr, uint32_t(tmr_.offset),   uint32_t(tmr_.offset >> 32)};
+        std::memcpy(p, v, sizeof v);
+      },
+      "SETUP_TMR");
   g.step("PSP", "TMR of " + std::to_string(tmr >> 20) + " MiB, SMU firmware loaded", ms());
   for (const FwBlob& b : fw.ip) load_ip(b);
   submit(psp::kCmdAutoloadRlc, [](uint8_t*) {}, "AUTOLOAD_RLC");

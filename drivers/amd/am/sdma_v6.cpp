@@ -57,8 +57,7 @@ void Sdma::stop_queue() noexcept {
     namespace f = r::SDMA0_QUEUE0_RB_CNTL_fields;
     x.write(r::SDMA0_QUEUE0_RB_CNTL, f::RB_ENABLE.set(x.read(r::SDMA0_QUEUE0_RB_CNTL), 0));
     x.write(r::SDMA0_QUEUE0_IB_CNTL, r::SDMA0_QUEUE0_IB_CNTL_fields::IB_ENABLE.set(x.read(r::SDMA0_QUEUE0_IB_CNTL), 0));
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
 }
 
 void Sdma::fini() noexcept { stop_queue(); }

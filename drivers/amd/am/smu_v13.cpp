@@ -58,8 +58,7 @@ bool Smu::alive() {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     while (std::chrono::steady_clock::now() < deadline)
       if (x.read(r::MP1_SMN_C2PMSG_90)) return sent_ = true;
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return false;
 }
 

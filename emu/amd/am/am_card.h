@@ -27,11 +27,11 @@ namespace ugpu::emu::amd {
 
 struct AmCardConfig {
   std::string address = "0000:03:00.0";
-  uint16_t device_id = 0x744c;              // Navi31 (Radeon RX 7900 XTX)
-  uint64_t vram_bytes = uint64_t{4} << 30;  // memfd-backed: pages exist only where written
+  uint16_t device_id = 0x744c;                                        // Navi31 (Radeon RX 7900 XTX)
+  uint64_t vram_bytes = uint64_t{4} << 30;                            // memfd-backed: pages exist only where written
   enum class Binding { Vfio, None, Amdgpu } binding = Binding::Vfio;  // the kernel driver bound to the device
-  bool iommu_group = true;                  // whether the device sits in an IOMMU group
-  unsigned executor_threads = 0;            // host threads a dispatch may use; 0 = all
+  bool iommu_group = true;                                            // whether the device sits in an IOMMU group
+  unsigned executor_threads = 0;                                      // host threads a dispatch may use; 0 = all
   // The PSP compares every payload it is handed with these files (the firmware package); empty: it
   // checks types, sizes and order only.
   std::string firmware_dir;

@@ -217,8 +217,8 @@ void Card::install() {
   // resource: six BAR lines, then ROM and bridge windows; BAR0 VRAM, BAR2 doorbells, BAR5 registers.
   std::string res;
   auto line = [&](uint64_t start, uint64_t size, uint64_t flags) {
-    std::snprintf(buf, sizeof buf, "0x%016llx 0x%016llx 0x%016llx\n", (unsigned long long)start,
-                  (unsigned long long)(size ? start + size - 1 : 0), (unsigned long long)flags);
+    std::snprintf(buf, sizeof buf, "0x%016llx 0x%016llx 0x%016llx\n", (unsigned long long)start, (unsigned long long)(size ? start + size - 1 : 0),
+                  (unsigned long long)flags);
     res += buf;
   };
   line(0x7800000000, cfg_.vram_bytes, 0x14220c), line(0, 0, 0), line(0x7c00000000, kDoorbellBarBytes, 0x14220c), line(0, 0, 0), line(0, 0, 0),
@@ -401,7 +401,8 @@ void Card::reset_registers() {
   mm_index_ = rsmu_index_ = 0;
   for (size_t i = 0; i < kDoorbellBarBytes / 8; ++i) doorbells_[i] = 0;
   reg(r::RCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE) = uint32_t(cfg_.vram_bytes >> 20);
-  for (auto [base, top] : {std::pair{r::GCMC_VM_FB_LOCATION_BASE, r::GCMC_VM_FB_LOCATION_TOP}, {r::MMMC_VM_FB_LOCATION_BASE, r::MMMC_VM_FB_LOCATION_TOP}})
+  for (auto [base, top] :
+       {std::pair{r::GCMC_VM_FB_LOCATION_BASE, r::GCMC_VM_FB_LOCATION_TOP}, {r::MMMC_VM_FB_LOCATION_BASE, r::MMMC_VM_FB_LOCATION_TOP}})
     reg(base) = uint32_t(fb_base_ >> 24), reg(top) = uint32_t((fb_base_ + cfg_.vram_bytes - 1) >> 24);
   reg(r::CP_MEC_RS64_CNTL) = 0x40000000;  // MEC halted
   reg(r::SDMA0_F32_CNTL) = 0x08084001;    // SDMA halted
@@ -461,9 +462,7 @@ void Card::write_reg(uint32_t dword, uint32_t value) {
 }
 
 void Card::build_handlers() {
-  auto store = [this](const hw::amd::Register& x) {
-    return [this, a = addr(x)](uint32_t v, std::vector<Action>&) { regs_[a] = v; };
-  };
+  auto store = [this](const hw::amd::Register& x) { return [this, a = addr(x)](uint32_t v, std::vector<Action>&) { regs_[a] = v; }; };
   auto on_write = [&](const hw::amd::Register& x, std::function<void(uint32_t, std::vector<Action>&)> w) { handlers_[addr(x)].write = std::move(w); };
   auto on_read = [&](const hw::amd::Register& x, std::function<uint32_t()> rd) { handlers_[addr(x)].read = std::move(rd); };
   // GMC: TLB invalidation on engine 17 of both hubs; the MM hub's semaphore is always free.
@@ -737,7 +736,9 @@ void Card::start_compute(uint32_t key, std::vector<Action>& after) {
   namespace pq = r::CP_HQD_PQ_CONTROL_fields;
   namespace db = r::CP_HQD_PQ_DOORBELL_CONTROL_fields;
   uint32_t doorbell = h(r::CP_HQD_PQ_DOORBELL_CONTROL);
-  QueueSetup s{QueueKind::Compute, key, (uint64_t(h(r::CP_HQD_PQ_BASE_HI)) << 32 | h(r::CP_HQD_PQ_BASE)) << 8,
+  QueueSetup s{QueueKind::Compute,
+               key,
+               (uint64_t(h(r::CP_HQD_PQ_BASE_HI)) << 32 | h(r::CP_HQD_PQ_BASE)) << 8,
                uint64_t(4) << (pq::QUEUE_SIZE.get(h(r::CP_HQD_PQ_CONTROL)) + 1),
                uint64_t(h(r::CP_HQD_PQ_RPTR_REPORT_ADDR_HI) & 0xFFFF) << 32 | (h(r::CP_HQD_PQ_RPTR_REPORT_ADDR) & ~3u),
                uint64_t(h(r::CP_HQD_PQ_WPTR_POLL_ADDR_HI) & 0xFFFF) << 32 | (h(r::CP_HQD_PQ_WPTR_POLL_ADDR) & ~3u),
@@ -784,7 +785,9 @@ void Card::sdma_control(std::vector<Action>& after) {
     return;
   }
   uint32_t door = reg(r::SDMA0_QUEUE0_DOORBELL), off = reg(r::SDMA0_QUEUE0_DOORBELL_OFFSET);
-  QueueSetup s{QueueKind::Sdma, 0, (uint64_t(reg(r::SDMA0_QUEUE0_RB_BASE_HI)) << 32 | reg(r::SDMA0_QUEUE0_RB_BASE)) << 8,
+  QueueSetup s{QueueKind::Sdma,
+               0,
+               (uint64_t(reg(r::SDMA0_QUEUE0_RB_BASE_HI)) << 32 | reg(r::SDMA0_QUEUE0_RB_BASE)) << 8,
                uint64_t(4) << rb::RB_SIZE.get(cntl),
                uint64_t(reg(r::SDMA0_QUEUE0_RB_RPTR_ADDR_HI)) << 32 | (reg(r::SDMA0_QUEUE0_RB_RPTR_ADDR_LO) & ~3u),
                uint64_t(reg(r::SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI)) << 32 | (reg(r::SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO) & ~3u),

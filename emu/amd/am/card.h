@@ -96,7 +96,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint32_t selected_queue() const;  // GRBM_GFX_CNTL me/pipe/queue as one key; lock held
   uint32_t& hqd(uint32_t key, uint32_t dword);
   void start_compute(uint32_t key, std::vector<Action>& after);  // lock held
-  void start_queues(std::vector<Action>& after);                  // every active HQD on a running MEC; lock held
+  void start_queues(std::vector<Action>& after);                 // every active HQD on a running MEC; lock held
   void stop_compute(uint32_t key, std::vector<Action>& after);
   void sdma_control(std::vector<Action>& after);
   std::atomic<uint64_t>* doorbell_slot(uint64_t byte_offset);
@@ -116,9 +116,9 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   std::unordered_set<uint32_t> known_;
   std::unordered_map<uint32_t, Handler> handlers_;
   std::vector<std::string> unknown_;
-  uint32_t hqd_first_ = 0, hqd_last_ = 0;                       // the per-queue HQD register window
-  std::map<uint32_t, std::array<uint32_t, 56>> hqds_;           // by me/pipe/queue key
-  std::map<uint32_t, std::unique_ptr<QueueEngine>> compute_;    // running queues
+  uint32_t hqd_first_ = 0, hqd_last_ = 0;                     // the per-queue HQD register window
+  std::map<uint32_t, std::array<uint32_t, 56>> hqds_;         // by me/pipe/queue key
+  std::map<uint32_t, std::unique_ptr<QueueEngine>> compute_;  // running queues
   std::unique_ptr<QueueEngine> sdma_;
   std::unique_ptr<std::atomic<uint64_t>[]> doorbells_;
   uint64_t mm_index_ = 0, rsmu_index_ = 0;

@@ -24,10 +24,14 @@ std::vector<uint8_t> discovery_binary(const DiscoveryShape& s) {
   };
   const auto& b = s.bases;
   const Block blocks[] = {
-      {d::kGcHw, s.gc_major, s.gc_minor, s.gc_rev, &b[Ip::GC]}, {d::kSdma0, 6, 0, 0, &b[Ip::GC]},
-      {d::kSdma1, 6, 0, 0, &b[Ip::GC]},                         {d::kMp0, 13, 0, 0, &b[Ip::MP0]},
-      {d::kMp1, 13, 0, 0, &b[Ip::MP1]},                         {d::kNbif, 4, 3, 0, &b[Ip::NBIO]},
-      {d::kOsssys, 6, 0, 0, &b[Ip::OSSSYS]},                    {d::kMmhub, 3, 0, 0, &b[Ip::MMHUB]},
+      {d::kGcHw, s.gc_major, s.gc_minor, s.gc_rev, &b[Ip::GC]},
+      {d::kSdma0, 6, 0, 0, &b[Ip::GC]},
+      {d::kSdma1, 6, 0, 0, &b[Ip::GC]},
+      {d::kMp0, 13, 0, 0, &b[Ip::MP0]},
+      {d::kMp1, 13, 0, 0, &b[Ip::MP1]},
+      {d::kNbif, 4, 3, 0, &b[Ip::NBIO]},
+      {d::kOsssys, 6, 0, 0, &b[Ip::OSSSYS]},
+      {d::kMmhub, 3, 0, 0, &b[Ip::MMHUB]},
       {d::kHdp, 6, 0, 0, &b[Ip::HDP]},
   };
   std::vector<uint8_t> bin(sizeof(d::BinaryHeader), 0);

@@ -1,6 +1,8 @@
 // The emulated card's PSP (MP0) and SMU (MP1): the bootloader mailbox, the KM ring and its commands,
 // RLC autoload, and the SMU message mailbox. Firmware payloads are compared with the firmware files,
 // which the card reads itself from the raw header offsets of amdgpu_ucode.h.
+#include "hw/amd/psp.h"
+
 #include <fcntl.h>
 
 #include <cstring>
@@ -11,7 +13,6 @@
 #include "common/hex.h"
 #include "emu/amd/am/card.h"
 #include "hw/amd/am11_regs.h"
-#include "hw/amd/psp.h"
 
 namespace ugpu::emu::amd {
 namespace r = hw::amd::am11;
@@ -66,7 +67,8 @@ ExpectedFirmware read_expected_firmware(const std::string& dir) {
   };
   for (const Rs64& g : {Rs64{"gc_11_0_0_pfp.bin", psp::kFwRs64Pfp, {psp::kFwRs64PfpP0Stack, psp::kFwRs64PfpP1Stack}},
                         Rs64{"gc_11_0_0_me.bin", psp::kFwRs64Me, {psp::kFwRs64MeP0Stack, psp::kFwRs64MeP1Stack}},
-                        Rs64{"gc_11_0_0_mec.bin", psp::kFwRs64Mec,
+                        Rs64{"gc_11_0_0_mec.bin",
+                             psp::kFwRs64Mec,
                              {psp::kFwRs64MecP0Stack, psp::kFwRs64MecP1Stack, psp::kFwRs64MecP2Stack, psp::kFwRs64MecP3Stack}}}) {
     auto f = file(g.name);
     x.ip[g.code] = slice(f, u32(f, 24), u32(f, 0x24));
@@ -78,9 +80,12 @@ ExpectedFirmware read_expected_firmware(const std::string& dir) {
   x.ip[psp::kFwImuD] = slice(imu, uint64_t(u32(imu, 24)) + u32(imu, 0x20), u32(imu, 0x28));
   auto rlc = file("gc_11_0_0_rlc.bin");
   x.ip[psp::kFwRlcG] = slice(rlc, u32(rlc, 24), u32(rlc, 20));
-  const std::pair<uint32_t, size_t> sections[] = {{psp::kFwRlcRestoreListGpmMem, 0x84}, {psp::kFwRlcRestoreListSrmMem, 0x94},
-                                                  {psp::kFwRlcIram, 0x9c},              {psp::kFwRlcDramBoot, 0xa4},
-                                                  {psp::kFwRlcP, 0xb4},                 {psp::kFwRlcV, 0xc4}};
+  const std::pair<uint32_t, size_t> sections[] = {{psp::kFwRlcRestoreListGpmMem, 0x84},
+                                                  {psp::kFwRlcRestoreListSrmMem, 0x94},
+                                                  {psp::kFwRlcIram, 0x9c},
+                                                  {psp::kFwRlcDramBoot, 0xa4},
+                                                  {psp::kFwRlcP, 0xb4},
+                                                  {psp::kFwRlcV, 0xc4}};
   for (auto [type, size_at] : sections)  // each section: size, then its offset from the file start
     if (u32(rlc, size_at)) x.ip[type] = slice(rlc, u32(rlc, size_at + 4), u32(rlc, size_at));
   x.known = true;
@@ -279,15 +284,24 @@ void PspModel::smu_message(uint32_t msg, bool debug) {
   if (!smu_alive) return c.problem("SMU: message " + hex(msg) + " before its firmware was loaded; no answer");
   resp = 1;
   switch (msg) {
-    case 0x01: arg = arg + 1; break;       // TestMessage
-    case 0x02: arg = 0x004e4b00; break;    // GetSmuVersion
-    case 0x03: arg = 0x3D; break;          // GetDriverIfVersion
-    case 0x06: case 0x07: break;           // Enable/DisableAllSmuFeatures
+    case 0x01: arg = arg + 1; break;     // TestMessage
+    case 0x02: arg = 0x004e4b00; break;  // GetSmuVersion
+    case 0x03: arg = 0x3D; break;        // GetDriverIfVersion
+    case 0x06:
+    case 0x07: break;                                                                    // Enable/DisableAllSmuFeatures
     case 0x0E: driver_table = (driver_table & 0xFFFFFFFF) | uint64_t(arg) << 32; break;  // SetDriverDramAddrHigh
-    case 0x0F: driver_table = (driver_table & ~0xFFFFFFFFull) | arg; break;             // SetDriverDramAddrLow
-    case 0x19: case 0x1A: case 0x1B: case 0x1C: break;  // clock limits
-    case 0x1D: case 0x1E: case 0x1F: arg = 2500; break;  // DPM frequencies (MHz)
-    case 0x2F: reset_requested = true; c.note("SMU: mode-1 reset"); break;
+    case 0x0F: driver_table = (driver_table & ~0xFFFFFFFFull) | arg; break;              // SetDriverDramAddrLow
+    case 0x19:
+    case 0x1A:
+    case 0x1B:
+    case 0x1C: break;  // clock limits
+    case 0x1D:
+    case 0x1E:
+    case 0x1F: arg = 2500; break;  // DPM frequencies (MHz)
+    case 0x2F:
+      reset_requested = true;
+      c.note("SMU: mode-1 reset");
+      break;
     default: resp = 0xFE; c.problem("SMU: unknown message " + hex(msg));
   }
 }
