@@ -88,6 +88,27 @@ Mapping map_dma_memory(Os& os, size_t bytes, bool lock, size_t& page) {
                    "over the locked-memory limit: raise `ulimit -l` (LimitMEMLOCK= for a service) or run as root");
   }
 }
+// Pinned host memory whose bus addresses are its physical addresses (no IOMMU in between): sysfs and
+// vfio's no-IOMMU mode.
+DmaBuffer pinned_dma(Os& os, size_t bytes, const char* alternative) {
+  size_t page = 0;
+  Mapping m = map_dma_memory(os, bytes, true, page);
+  DmaBuffer d{m.data(), m.size(), page, {}, {}};
+  // /proc/self/pagemap: one 64-bit entry per 4 KiB page; bit 63 = present, bits 0-54 = page frame number.
+  Fd pagemap(os, "/proc/self/pagemap", O_RDONLY);
+  for (size_t off = 0; off < m.size(); off += page) {
+    uint64_t va = reinterpret_cast<uintptr_t>(m.data()) + off, e = 0;
+    if (os.pread(pagemap.get(), {reinterpret_cast<uint8_t*>(&e), 8}, va / kPage * 8) != 8 || !(e >> 63))
+      throw Error("DMA memory at " + hex(va) + " is not resident after MAP_POPULATE | MAP_LOCKED (/proc/self/pagemap entry " + hex(e) + ")");
+    uint64_t pfn = e & ((uint64_t{1} << 55) - 1);
+    if (!pfn)
+      throw_os_error(EPERM, "reading the physical address of DMA memory from /proc/self/pagemap",
+                     std::string("the kernel hides page frame numbers from processes without CAP_SYS_ADMIN: run as root, or ") + alternative);
+    d.bus.push_back(pfn * kPage);
+  }
+  d.owner = std::make_shared<Mapping>(std::move(m));
+  return d;
+}
 }  // namespace
 
 uint64_t DmaBuffer::bus_address(size_t offset) const {
@@ -192,26 +213,7 @@ Mmio& SysfsPciDevice::bar(int n) {
   return *b.mmio;
 }
 
-DmaBuffer SysfsPciDevice::dma_alloc(size_t bytes) {
-  size_t page = 0;
-  Mapping m = map_dma_memory(os_, bytes, true, page);
-  DmaBuffer d{m.data(), m.size(), page, {}, {}};
-  // /proc/self/pagemap: one 64-bit entry per 4 KiB page; bit 63 = present, bits 0-54 = page frame number.
-  Fd pagemap(os_, "/proc/self/pagemap", O_RDONLY);
-  for (size_t off = 0; off < m.size(); off += page) {
-    uint64_t va = reinterpret_cast<uintptr_t>(m.data()) + off, e = 0;
-    if (os_.pread(pagemap.get(), {reinterpret_cast<uint8_t*>(&e), 8}, va / kPage * 8) != 8 || !(e >> 63))
-      throw Error("DMA memory at " + hex(va) + " is not resident after MAP_POPULATE | MAP_LOCKED (/proc/self/pagemap entry " + hex(e) + ")");
-    uint64_t pfn = e & ((uint64_t{1} << 55) - 1);
-    if (!pfn)
-      throw_os_error(EPERM, "reading the physical address of DMA memory from /proc/self/pagemap",
-                     "the kernel hides page frame numbers from processes without CAP_SYS_ADMIN: run as root, or bind the device "
-                     "to vfio-pci");
-    d.bus.push_back(pfn * kPage);
-  }
-  d.owner = std::make_shared<Mapping>(std::move(m));
-  return d;
-}
+DmaBuffer SysfsPciDevice::dma_alloc(size_t bytes) { return pinned_dma(os_, bytes, "bind the device to vfio-pci"); }
 
 void SysfsPciDevice::reset() {
   std::string f = dir_ + "/reset";
@@ -227,10 +229,13 @@ VfioPciDevice::VfioPciDevice(Os& os, std::string_view address) : os_(os), addr_(
   if (!os.exists(dir + "/iommu_group"))
     throw Error(addr_ +
                 " has no IOMMU group, so vfio cannot drive it: enable the IOMMU "
-                "(intel_iommu=on or amd_iommu=on on the kernel command line), "
+                "(intel_iommu=on or amd_iommu=on on the kernel command line), load vfio in no-IOMMU mode "
+                "(modprobe vfio enable_unsafe_noiommu_mode=1, then bind vfio-pci again; needs root), "
                 "or use the sysfs path as root");
   std::string link = os.readlink(dir + "/iommu_group");
   group_id_ = link.substr(link.rfind('/') + 1);
+  // vfio's no-IOMMU mode names the group noiommu-N: no translation, DMA goes to physical addresses.
+  noiommu_ = !os.exists("/dev/vfio/" + group_id_) && os.exists("/dev/vfio/noiommu-" + group_id_);
   auto io = [&](int fd, unsigned long req, void* arg, const std::string& what, std::string_view hint = {}) {
     return check_ioctl(os.ioctl(fd, req, arg), what, hint);
   };
@@ -244,10 +249,15 @@ VfioPciDevice::VfioPciDevice(Os& os, std::string_view address) : os_(os), addr_(
   if (int v = io(c, VFIO_GET_API_VERSION, nullptr, "VFIO_GET_API_VERSION on /dev/vfio/vfio"); v != VFIO_API_VERSION)
     throw Error("/dev/vfio/vfio speaks vfio API version " + std::to_string(v) + "; ugpu knows version " + std::to_string(VFIO_API_VERSION));
   auto has = [&](unsigned long ext) { return os.ioctl(c, VFIO_CHECK_EXTENSION, reinterpret_cast<void*>(ext)) > 0; };
-  unsigned long iommu = has(VFIO_TYPE1v2_IOMMU) ? VFIO_TYPE1v2_IOMMU : has(VFIO_TYPE1_IOMMU) ? VFIO_TYPE1_IOMMU : 0;
-  if (!iommu) throw Error("/dev/vfio/vfio offers no type-1 IOMMU (VFIO_CHECK_EXTENSION): is the IOMMU enabled and vfio_iommu_type1 loaded?");
+  unsigned long iommu = noiommu_                  ? (has(VFIO_NOIOMMU_IOMMU) ? VFIO_NOIOMMU_IOMMU : 0)
+                        : has(VFIO_TYPE1v2_IOMMU) ? VFIO_TYPE1v2_IOMMU
+                        : has(VFIO_TYPE1_IOMMU)   ? VFIO_TYPE1_IOMMU
+                                                  : 0;
+  if (!iommu)
+    throw Error(noiommu_ ? "/dev/vfio/vfio does not offer no-IOMMU mode (VFIO_CHECK_EXTENSION): load vfio with enable_unsafe_noiommu_mode=1"
+                         : "/dev/vfio/vfio offers no type-1 IOMMU (VFIO_CHECK_EXTENSION): is the IOMMU enabled and vfio_iommu_type1 loaded?");
 
-  std::string gpath = "/dev/vfio/" + group_id_;
+  std::string gpath = std::string("/dev/vfio/") + (noiommu_ ? "noiommu-" : "") + group_id_;
   try {
     group_ = Fd(os, gpath, O_RDWR);
   } catch (const OsError& e) {
@@ -331,6 +341,7 @@ struct VfioDma {  // unmaps from the IOMMU before the memory itself goes
 }  // namespace
 
 DmaBuffer VfioPciDevice::dma_alloc(size_t bytes) {
+  if (noiommu_) return pinned_dma(os_, bytes, "use vfio with the IOMMU on");
   size_t page = 0;
   Mapping m = map_dma_memory(os_, bytes, false, page);  // MAP_DMA pins the pages itself
   uint64_t iova;

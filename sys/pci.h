@@ -7,7 +7,9 @@
 //    memory; mlock keeps pages resident but the kernel may still migrate 4 KiB pages (compaction,
 //    NUMA balancing), so prefer hugepages (used when reserved) or vfio for long-lived buffers.
 //  - VfioPciDevice: the device bound to vfio-pci, a type-1 IOMMU container; DMA memory is mapped at
-//    IOVAs from a bump allocator starting at 4 GiB (clear of the x86 MSI window; never reused).
+//    IOVAs from a bump allocator starting at 4 GiB (clear of the x86 MSI window; never reused). In vfio's
+//    no-IOMMU mode (group node /dev/vfio/noiommu-N; root) DMA memory is pinned and addressed physically,
+//    as on the sysfs path.
 // The Os must outlive the device and every DmaBuffer it handed out. Methods are thread-safe.
 #pragma once
 #include <array>
@@ -98,7 +100,7 @@ class VfioPciDevice final : public PciDevice {
  public:
   VfioPciDevice(Os& os, std::string_view address);
   const std::string& address() const override { return addr_; }
-  std::string kind() const override { return "vfio"; }
+  std::string kind() const override { return noiommu_ ? "vfio-noiommu" : "vfio"; }
   uint32_t config_read(uint32_t offset, int size) override;
   void config_write(uint32_t offset, int size, uint32_t value) override;
   uint64_t bar_size(int n) override;
@@ -120,6 +122,7 @@ class VfioPciDevice final : public PciDevice {
   uint32_t device_flags_ = 0;
   std::array<Region, 8> regions_;  // BAR0..5, ROM, config (vfio-pci's fixed region indexes)
   uint64_t next_iova_ = uint64_t{1} << 32;
+  bool noiommu_ = false;
   std::mutex mu_;
 };
 

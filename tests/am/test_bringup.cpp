@@ -356,31 +356,35 @@ TEST_CASE("am: a register the card does not model is a named error when read") {
   CHECK(b.card->unknown_registers() == std::vector<std::string>{"write 0x7f00 = 0x5"});
 }
 
-TEST_CASE("am: kernels run on the emulated card through sysfs (pagemap DMA) as through vfio") {
+TEST_CASE("am: kernels run on the emulated card through sysfs and vfio's no-IOMMU mode (pagemap DMA) as through vfio") {
   REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
-  emu::amd::AmCardConfig c;
-  c.binding = emu::amd::AmCardConfig::Binding::None;
-  Bench b(c);
-  amd::AmdOptions ao;
-  ao.name = "emu:amd:pci";
-  auto dev = amd::open_am(b.os, ao, b.options());
-  CHECK(dev->info().interface.find("pci (sysfs) 0000:03:00.0") != std::string::npos);
-  auto prog = drivers::load_kernel(*dev, ir::parse(codegen::builtin_kernel("add_one").text), "add_one");
-  hcq::Buffer out = dev->alloc(4000), in = dev->alloc(4000);
-  std::vector<int32_t> host(1000);
-  for (int i = 0; i < 1000; ++i) host[i] = i * 7;
-  dev->copy_in(in, 0, {reinterpret_cast<const uint8_t*>(host.data()), 4000});
-  auto q = dev->compute_queue();
-  const hcq::Val args[] = {hcq::Val(out.va), hcq::Val(in.va)};
-  q->wait(dev->timeline(), dev->last_timeline());  // the copy in
-  q->exec(*prog, args);
-  q->signal(dev->timeline(), dev->next_timeline());
-  q->submit();
-  dev->synchronize();
-  std::vector<int32_t> got(1000);
-  dev->copy_out({reinterpret_cast<uint8_t*>(got.data()), 4000}, out, 0);
-  for (int i = 0; i < 1000; ++i) REQUIRE(got[i] == i * 7 + 1);
-  CHECK(b.card->faults().empty());
+  for (bool noiommu : {false, true}) {
+    CAPTURE(noiommu);
+    emu::amd::AmCardConfig c;
+    c.binding = noiommu ? emu::amd::AmCardConfig::Binding::Vfio : emu::amd::AmCardConfig::Binding::None;
+    c.vfio_noiommu = noiommu;
+    Bench b(c);
+    amd::AmdOptions ao;
+    ao.name = "emu:amd:pci";
+    auto dev = amd::open_am(b.os, ao, b.options());
+    CHECK(dev->info().interface.find(noiommu ? "pci (vfio-noiommu) 0000:03:00.0" : "pci (sysfs) 0000:03:00.0") != std::string::npos);
+    auto prog = drivers::load_kernel(*dev, ir::parse(codegen::builtin_kernel("add_one").text), "add_one");
+    hcq::Buffer out = dev->alloc(4000), in = dev->alloc(4000);
+    std::vector<int32_t> host(1000);
+    for (int i = 0; i < 1000; ++i) host[i] = i * 7;
+    dev->copy_in(in, 0, {reinterpret_cast<const uint8_t*>(host.data()), 4000});
+    auto q = dev->compute_queue();
+    const hcq::Val args[] = {hcq::Val(out.va), hcq::Val(in.va)};
+    q->wait(dev->timeline(), dev->last_timeline());  // the copy in
+    q->exec(*prog, args);
+    q->signal(dev->timeline(), dev->next_timeline());
+    q->submit();
+    dev->synchronize();
+    std::vector<int32_t> got(1000);
+    dev->copy_out({reinterpret_cast<uint8_t*>(got.data()), 4000}, out, 0);
+    for (int i = 0; i < 1000; ++i) REQUIRE(got[i] == i * 7 + 1);
+    CHECK(b.card->faults().empty());
+  }
 }
 
 namespace {

@@ -31,6 +31,7 @@ struct AmCardConfig {
   uint64_t vram_bytes = uint64_t{4} << 30;                            // memfd-backed: pages exist only where written
   enum class Binding { Vfio, None, Amdgpu } binding = Binding::Vfio;  // the kernel driver bound to the device
   bool iommu_group = true;                                            // whether the device sits in an IOMMU group
+  bool vfio_noiommu = false;                                          // vfio in no-IOMMU mode: /dev/vfio/noiommu-N, DMA by physical address (pagemap)
   unsigned executor_threads = 0;                                      // host threads a dispatch may use; 0 = all
   // The PSP compares every payload it is handed with these files (the firmware package); empty: it
   // checks types, sizes and order only.

@@ -266,11 +266,12 @@ void Card::install() {
     if (!c) return -ENODEV;
     switch (req) {
       case VFIO_GET_API_VERSION: return VFIO_API_VERSION;
-      case VFIO_CHECK_EXTENSION: return value == VFIO_TYPE1_IOMMU || value == VFIO_TYPE1v2_IOMMU;
+      case VFIO_CHECK_EXTENSION:
+        return c->config().vfio_noiommu ? value == VFIO_NOIOMMU_IOMMU : value == VFIO_TYPE1_IOMMU || value == VFIO_TYPE1v2_IOMMU;
       case VFIO_SET_IOMMU: return state->container_set ? 0 : -EINVAL;
       case VFIO_IOMMU_MAP_DMA: {
         auto* m = static_cast<vfio_iommu_type1_dma_map*>(arg);
-        if (m->argsz < sizeof *m || !state->container_set) return -EINVAL;
+        if (m->argsz < sizeof *m || !state->container_set || c->config().vfio_noiommu) return -EINVAL;
         c->dma_map(m->iova, reinterpret_cast<uint8_t*>(m->vaddr), m->size);
         return 0;
       }
@@ -302,7 +303,7 @@ void Card::install() {
     return -ENOTTY;
   };
   os_.add_device("/dev/vfio/vfio", container);
-  os_.add_device("/dev/vfio/" + group, group_file);
+  os_.add_device(std::string("/dev/vfio/") + (cfg_.vfio_noiommu ? "noiommu-" : "") + group, group_file);
 }
 
 void Card::dma_map(uint64_t bus, uint8_t* host, uint64_t size) {
