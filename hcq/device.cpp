@@ -141,6 +141,20 @@ void Device::fail(const std::string& why) {
   }
   on_fail();
 }
+void Device::recover() {
+  if (!failed()) return;
+  std::string was = error();
+  if (!recover_queues()) throw DeviceError("device " + name_ + " cannot be recovered in place after: " + was + " (open it again)");
+  {
+    std::lock_guard lock(keep_mu_);
+    kept_.clear();  // nothing on the old rings will be read again
+  }
+  timeline_->set(next_ - 1);  // work that was in flight never finishes; what follows must not wait for it
+  for (auto& st : staging_) st.done_at = 0;
+  std::lock_guard lock(err_mu_);
+  error_.clear();
+}
+
 void Device::check_usable() const {
   if (failed()) throw DeviceError("device " + name_ + " is in an error state (" + error() + ") and takes no more work");
 }

@@ -164,6 +164,11 @@ class Device {
   bool failed() const;
   std::string error() const;
   void check_usable() const;  // throws DeviceError once failed
+  // Brings a failed device back: the driver resets its queues and the device takes work again. Work
+  // that was in flight is lost (the timeline moves past it; its buffers keep whatever it wrote). A
+  // device whose path cannot recover throws DeviceError saying so (open it again instead). No-op when
+  // the device has not failed.
+  void recover();
 
   // Driver entry points.
   // Puts q (or an indirect command to it) on its ring; returns a position that wait_consumed()
@@ -190,6 +195,8 @@ class Device {
   // what is still running (resets its queues).
   void fail(const std::string& why);
   virtual void on_fail() {}
+  // recover()'s driver part: false when this device cannot bring its queues back.
+  virtual bool recover_queues() { return false; }
   // Signals live in memory from `page(4096)` (memory the device can write) instead of host memory.
   // A driver calls it in its constructor, before handing out any signal.
   void use_signal_memory(std::function<Buffer(size_t)> page);

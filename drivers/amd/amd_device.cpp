@@ -12,7 +12,7 @@ using Kind = AmdInterface::MemoryKind;
 uint64_t Ring::read() const {
   // The engine writes back its read pointer; hardware may keep only the offset in the ring, so the
   // count is rebuilt from the write pointer (the ring never fills completely).
-  uint64_t r = *rptr / (sdma ? 4 : 1);
+  uint64_t r = base + *rptr / (sdma ? 4 : 1);
   return written - ((written - r) & (dwords - 1));
 }
 uint64_t Ring::done() const {
@@ -51,11 +51,31 @@ std::unique_ptr<Ring> AmdDevice::create_ring(bool sdma, size_t bytes) {
   r->dwords = bytes / 4;
   r->wptr = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(r->gart->host) + 56);
   r->rptr = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(r->gart->host) + 128);
-  AmdInterface::Queue q = way_in_->create_queue({sdma, r->ring.get(), r->gart->va + 56, r->gart->va + 128});
-  r->queue_id = q.id;
-  r->doorbell = std::move(q.doorbell);
   r->retired = new_signal(0);
+  start_queue(*r);
   return r;
+}
+
+void AmdDevice::start_queue(Ring& r) {
+  r.base = r.written;
+  *r.wptr = 0;
+  *r.rptr = 0;
+  AmdInterface::Queue q = way_in_->create_queue({r.sdma, r.ring.get(), r.gart->va + 56, r.gart->va + 128});
+  r.queue_id = q.id;
+  r.doorbell = std::move(q.doorbell);
+}
+
+bool AmdDevice::recover_queues() {
+  if (!way_in_->can_recover()) return false;
+  way_in_->recover();  // the engines reset; the queues were stopped when the device failed
+  for (Ring* r : {compute_.get(), sdma_.get()}) {
+    std::lock_guard lock(r->mu);
+    r->retired->set(static_cast<uint32_t>(r->written));  // what was on the ring is gone: count it as done
+    r->kernels = {};
+    start_queue(*r);
+  }
+  queues_live_ = true;
+  return true;
 }
 
 AmdDevice::~AmdDevice() {
@@ -91,7 +111,7 @@ uint64_t AmdDevice::submit_commands(hcq::HWQueue& hq) {
   for (bool waited = false;; waited = true) {
     {
       std::lock_guard lock(r.mu);
-      uint64_t written = r.written, pos = written % r.dwords;
+      uint64_t written = r.written, pos = r.offset(written);
       size_t pad = r.sdma && pos + n > r.dwords ? r.dwords - pos : 0;  // SDMA packets never straddle the ring's end
       uint64_t end = written + pad + n;
       if (end - r.read() <= r.dwords - 1) {
@@ -99,7 +119,7 @@ uint64_t AmdDevice::submit_commands(hcq::HWQueue& hq) {
         q.retire(tail, r.retired->address(), static_cast<uint32_t>(end));
         auto put = [&](std::span<const uint32_t> w) {
           for (size_t i = 0; i < w.size();) {
-            uint64_t at = written % r.dwords, k = std::min<uint64_t>(w.size() - i, r.dwords - at);
+            uint64_t at = r.offset(written), k = std::min<uint64_t>(w.size() - i, r.dwords - at);
             std::memcpy(r.words + at, w.data() + i, k * 4);
             written += k, i += k;
           }
@@ -114,7 +134,7 @@ uint64_t AmdDevice::submit_commands(hcq::HWQueue& hq) {
         put(tail);
         r.written = written;
         if (q.kernels) r.kernels.add(end, q.kernels, r.done());
-        uint64_t wptr = r.sdma ? written * 4 : written;
+        uint64_t wptr = (written - r.base) * (r.sdma ? 4 : 1);  // the hardware counts from its start
         __atomic_store_n(r.wptr, wptr, __ATOMIC_RELEASE);
         r.doorbell->ring(wptr);
         return (r.sdma ? uint64_t{1} << 56 : 0) | end;
@@ -208,7 +228,7 @@ RingSnapshot last_submission(hcq::Device& dev, bool sdma) {
   std::lock_guard lock(r.mu);
   RingSnapshot s;
   s.sdma = sdma;
-  for (uint64_t i = 0; i < r.last_len; ++i) s.words.push_back(r.words[(r.last_at + i) % r.dwords]);
+  for (uint64_t i = 0; i < r.last_len; ++i) s.words.push_back(r.words[r.offset(r.last_at + i)]);
   return s;
 }
 

@@ -63,6 +63,11 @@ class AmdInterface {
   virtual void stop_queues() noexcept = 0;
   // The device failed (a fault, or a hang that timed out); called before stop_queues.
   virtual void failed() noexcept {}
+  // After a failure and stop_queues: whether queues can be created again on this way in (KFD gives a
+  // process none back after a fault), and the engine resets that make them run (called before the
+  // rings' create_queue calls).
+  virtual bool can_recover() const { return false; }
+  virtual void recover() {}
 
   // What a signal writes, with an interrupt, to wake a host sleeping in wait_for_progress.
   struct Interrupt {

@@ -48,13 +48,15 @@ struct Ring {
   volatile uint64_t* rptr = nullptr;  // written back by the engine
   std::unique_ptr<sys::Doorbell> doorbell;
   std::atomic<uint64_t> written{0};  // dwords ever written (read without the lock by consumed())
+  uint64_t base = 0;                 // `written` when the hardware queue started: its pointers count from here
   hcq::SignalRef retired;            // low 32 bits of the position of the last finished submission
   std::mutex mu;
-  hcq::KernelsInFlight kernels;        // what its submissions run, for fault messages
-  uint64_t last_at = 0, last_len = 0;  // the last submission on the ring (dwords), for last_submission()
-  uint64_t waits = 0;                  // submits that waited for ring space
-  uint64_t read() const;               // dwords the engine has consumed, ever
-  uint64_t done() const;               // position of the last finished submission
+  hcq::KernelsInFlight kernels;                                                    // what its submissions run, for fault messages
+  uint64_t last_at = 0, last_len = 0;                                              // the last submission on the ring (dwords), for last_submission()
+  uint64_t waits = 0;                                                              // submits that waited for ring space
+  uint64_t read() const;                                                           // dwords the engine has consumed, ever
+  uint64_t done() const;                                                           // position of the last finished submission
+  uint64_t offset(uint64_t position) const { return (position - base) % dwords; }  // where in the ring
 };
 
 // A queue of this driver: PM4 for the compute ring or SDMA for the copy ring (queues.cpp).
@@ -104,6 +106,7 @@ class AmdDevice : public hcq::Device {
   Scratch scratch_for(const AmdProgram& p);  // grows the scratch area when p needs more
   void invalidate_code();                    // the instruction cache, after code was written
   Ring& ring(bool sdma) { return sdma ? *sdma_ : *compute_; }
+  bool recover_queues() override;
 
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override;
@@ -113,6 +116,7 @@ class AmdDevice : public hcq::Device {
 
  private:
   std::unique_ptr<Ring> create_ring(bool sdma, size_t bytes);
+  void start_queue(Ring& r);  // the hardware queue on r's ring, its pointers from r.written
   hcq::Buffer buffer(uint64_t bytes, AmdInterface::MemoryKind kind);
   void check_exceptions();  // turns a reported fault into fail()
 

@@ -409,7 +409,7 @@ bool add_one_works(hcq::Device& dev) {
 }
 }  // namespace
 
-TEST_CASE("am: a GPU page fault fails the device with the address; the next open resets the chip and works") {
+TEST_CASE("am: a GPU page fault fails the device with the address; recover() brings it back, and a failed device left closed gets a reset") {
   REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
   Bench b;
   amd::AmdOptions ao;
@@ -419,6 +419,10 @@ TEST_CASE("am: a GPU page fault fails the device with the address; the next open
     hcq::Buffer in = dev->alloc(4000);
     CHECK_THROWS_WITH_AS(add_one(*dev, 0x10000, in.va), Contains("GPU page fault at 0x10000 (a write of unmapped memory by CPC"), hcq::DeviceError);
     CHECK(dev->failed());
+    dev->recover();  // in place: the MEC reset, the queues made again
+    CHECK(!dev->failed());
+    CHECK(add_one_works(*dev));
+    CHECK_THROWS_WITH_AS(add_one(*dev, 0x10000, in.va), Contains("GPU page fault at 0x10000"), hcq::DeviceError);  // fails again, and stays failed
   }
   CHECK(b.card->stats().queues == 0);  // the driver dequeued what it had
   auto dev = amd::open_am(b.os, ao, b.options());
@@ -427,7 +431,7 @@ TEST_CASE("am: a GPU page fault fails the device with the address; the next open
   CHECK(add_one_works(*dev));
 }
 
-TEST_CASE("am: a hang times out, the queues are dequeued, and the next open warm-starts and works") {
+TEST_CASE("am: a hang times out and dequeues the queues; recover() brings the device back; closed after a hang, the next open warm-starts") {
   REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
   Bench b;
   amd::AmdOptions ao;
@@ -444,6 +448,16 @@ TEST_CASE("am: a hang times out, the queues are dequeued, and the next open warm
     CHECK_THROWS_WITH_AS(dev->synchronize(), Contains("within 200 ms"), hcq::Timeout);
     CHECK(dev->failed());
     CHECK(b.card->stats().queues == 0);  // dequeued, which stopped the waiting queue
+    dev->recover();
+    CHECK(b.card->stats().queues == 2);
+    CHECK(add_one_works(*dev));  // the timeline moved past the lost work: nothing waits for it
+    dev->synchronize();
+    CHECK(b.card->faults().empty());
+    q = dev->compute_queue();
+    q->wait(*never, 1);  // hang again, and close the device failed
+    q->signal(dev->timeline(), dev->next_timeline());
+    q->submit();
+    CHECK_THROWS_AS(dev->synchronize(), hcq::Timeout);
   }
   auto dev = amd::open_am(b.os, ao, b.options());
   CHECK(dev->info().interface.find("warm start") != std::string::npos);
@@ -467,4 +481,12 @@ TEST_CASE("am: `ugpu devices` lists PCI GPUs with their driver and what ugpu nee
     CHECK(gpus[0].driver == driver);
     CHECK(gpus[0].use.find(use) != std::string::npos);
   }
+}
+
+TEST_CASE("am: a device whose way in cannot recover says so, and stays failed") {
+  auto dev = drivers::open_device("emu:amd");  // KFD gives a process no queue back after a fault
+  hcq::Buffer in = dev->alloc(4000);
+  CHECK_THROWS_AS(add_one(*dev, 0x10000, in.va), hcq::DeviceError);
+  CHECK_THROWS_WITH_AS(dev->recover(), Contains("cannot be recovered in place"), hcq::DeviceError);
+  CHECK(dev->failed());
 }

@@ -131,6 +131,7 @@ class AmGpu {
   void flush_hdp();  // host writes through BAR0 reach VRAM before the GPU reads them
   void step(const std::string& block, const std::string& what, double ms = 0);
   void set_error() { error_ = true; }
+  void clear_error() { error_ = false; }
   Gmc& gmc() { return *gmc_; }
   Ih& ih() { return *ih_; }
   Psp& psp() { return *psp_; }
@@ -269,6 +270,7 @@ class Gfx : public IpBlock {
   };
   uint64_t start_queue(const Queue& q);  // returns the doorbell's byte offset in BAR2
   void stop_queue() noexcept;
+  void reset_mec();  // after a hang or fault: CP soft reset, the MEC started again (queues dequeued first)
 
  private:
   void select(uint32_t me, uint32_t pipe, uint32_t queue, uint32_t vmid = 0);

@@ -105,6 +105,7 @@ class AmInterface final : public AmdInterface {
   }
 
   Queue create_queue(const QueueSpec& s) override {
+    live_ = true;
     uint64_t doorbell;
     if (s.sdma) doorbell = g_->sdma().start_queue({s.ring->va, s.ring->size, s.rptr_va, s.wptr_va});
     else doorbell = g_->gfx().start_queue({s.ring->va, s.ring->size, s.rptr_va, s.wptr_va});
@@ -127,6 +128,15 @@ class AmInterface final : public AmdInterface {
     try {
       if (g_->regs().read(hw::amd::am11::GCVM_L2_PROTECTION_FAULT_STATUS)) g_->set_error();
     } catch (const Error&) { g_->set_error(); }
+  }
+
+  bool can_recover() const override { return true; }
+  void recover() override {
+    g_->ih().drain();  // what the failure left there is known
+    (void)g_->gmc().take_fault();
+    g_->gfx().reset_mec();
+    g_->sdma().stop_queue();
+    g_->clear_error();
   }
 
   Interrupt interrupt() const override { return {mailbox_->va, 0}; }

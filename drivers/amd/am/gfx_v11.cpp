@@ -49,13 +49,8 @@ void Gfx::init_hw(bool warm) {
   x.wait(r::CP_STAT, 0xFFFFFFFF, 0, timeout, "GFX: waiting for RLC autoload (CP_STAT idle)");
   x.wait(r::RLC_RLCS_BOOTLOAD_STATUS, 0x80000000u, 0x80000000u, timeout, "GFX: waiting for RLC autoload (BOOTLOAD_COMPLETE)");
   g.gmc().init_gc_hub();
-  if (warm) {
-    stop_queue();  // whatever a previous run left on the queue
-    namespace sr = r::GRBM_SOFT_RESET_fields;
-    x.write(r::GRBM_SOFT_RESET, sr::SOFT_RESET_CPC.set(sr::SOFT_RESET_CP.set(0, 1), 1));
-    x.write(r::GRBM_SOFT_RESET, 0);
-  }
-  start_mec();
+  if (warm) reset_mec();  // whatever a previous run left on the queue
+  else start_mec();
   x.write(r::GRBM_CNTL, (x.read(r::GRBM_CNTL) & ~0xFFu) | 0xFF);  // READ_TIMEOUT
   for (uint32_t vmid = 0; vmid < 16; ++vmid) {
     select(0, 0, 0, vmid);
@@ -124,6 +119,15 @@ void Gfx::stop_queue() noexcept {
   } catch (const Error&) {  // the device is gone or wedged: the next run resets it
   }
   queue_active_ = false;
+}
+
+void Gfx::reset_mec() {
+  stop_queue();
+  Regs& x = g.regs();
+  namespace sr = r::GRBM_SOFT_RESET_fields;
+  x.write(r::GRBM_SOFT_RESET, sr::SOFT_RESET_CPC.set(sr::SOFT_RESET_CP.set(0, 1), 1));
+  x.write(r::GRBM_SOFT_RESET, 0);
+  start_mec();
 }
 
 void Gfx::fini() noexcept { stop_queue(); }
