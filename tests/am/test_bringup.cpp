@@ -194,6 +194,11 @@ struct Bench {
     return o;
   }
   std::shared_ptr<amd::am::AmGpu> boot() { return amd::am::AmGpu::open(*os, options()); }
+  std::unique_ptr<hcq::Device> device() const {
+    amd::AmdOptions ao;
+    ao.name = "emu:amd:pci";
+    return amd::open_am(os, ao, options());
+  }
 };
 bool have_firmware() { return std::ifstream(amd::am::Firmware::default_dir() + "/psp_13_0_0_sos.bin").good(); }
 }  // namespace
@@ -356,37 +361,6 @@ TEST_CASE("am: a register the card does not model is a named error when read") {
   CHECK(b.card->unknown_registers() == std::vector<std::string>{"write 0x7f00 = 0x5"});
 }
 
-TEST_CASE("am: kernels run on the emulated card through sysfs and vfio's no-IOMMU mode (pagemap DMA) as through vfio") {
-  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
-  for (bool noiommu : {false, true}) {
-    CAPTURE(noiommu);
-    emu::amd::AmCardConfig c;
-    c.binding = noiommu ? emu::amd::AmCardConfig::Binding::Vfio : emu::amd::AmCardConfig::Binding::None;
-    c.vfio_noiommu = noiommu;
-    Bench b(c);
-    amd::AmdOptions ao;
-    ao.name = "emu:amd:pci";
-    auto dev = amd::open_am(b.os, ao, b.options());
-    CHECK(dev->info().interface.find(noiommu ? "pci (vfio-noiommu) 0000:03:00.0" : "pci (sysfs) 0000:03:00.0") != std::string::npos);
-    auto prog = drivers::load_kernel(*dev, ir::parse(codegen::builtin_kernel("add_one").text), "add_one");
-    hcq::Buffer out = dev->alloc(4000), in = dev->alloc(4000);
-    std::vector<int32_t> host(1000);
-    for (int i = 0; i < 1000; ++i) host[i] = i * 7;
-    dev->copy_in(in, 0, {reinterpret_cast<const uint8_t*>(host.data()), 4000});
-    auto q = dev->compute_queue();
-    const hcq::Val args[] = {hcq::Val(out.va), hcq::Val(in.va)};
-    q->wait(dev->timeline(), dev->last_timeline());  // the copy in
-    q->exec(*prog, args);
-    q->signal(dev->timeline(), dev->next_timeline());
-    q->submit();
-    dev->synchronize();
-    std::vector<int32_t> got(1000);
-    dev->copy_out({reinterpret_cast<uint8_t*>(got.data()), 4000}, out, 0);
-    for (int i = 0; i < 1000; ++i) REQUIRE(got[i] == i * 7 + 1);
-    CHECK(b.card->faults().empty());
-  }
-}
-
 namespace {
 // add_one on `dev`, reading `in` and writing `out` (device addresses); waits for the device.
 void add_one(hcq::Device& dev, uint64_t out, uint64_t in) {
@@ -409,13 +383,28 @@ bool add_one_works(hcq::Device& dev) {
 }
 }  // namespace
 
+TEST_CASE("am: kernels run on the emulated card through sysfs and vfio's no-IOMMU mode (pagemap DMA) as through vfio") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  for (bool noiommu : {false, true}) {
+    CAPTURE(noiommu);
+    emu::amd::AmCardConfig c;
+    c.binding = noiommu ? emu::amd::AmCardConfig::Binding::Vfio : emu::amd::AmCardConfig::Binding::None;
+    c.vfio_noiommu = noiommu;
+    Bench b(c);
+    amd::AmdOptions ao;
+    ao.name = "emu:amd:pci";
+    auto dev = b.device();
+    CHECK(dev->info().interface.find(noiommu ? "pci (vfio-noiommu) 0000:03:00.0" : "pci (sysfs) 0000:03:00.0") != std::string::npos);
+    CHECK(add_one_works(*dev));
+    CHECK(b.card->faults().empty());
+  }
+}
+
 TEST_CASE("am: a GPU page fault fails the device with the address; recover() brings it back, and a failed device left closed gets a reset") {
   REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
   Bench b;
-  amd::AmdOptions ao;
-  ao.name = "emu:amd:pci";
   {
-    auto dev = amd::open_am(b.os, ao, b.options());
+    auto dev = b.device();
     hcq::Buffer in = dev->alloc(4000);
     CHECK_THROWS_WITH_AS(add_one(*dev, 0x10000, in.va), Contains("GPU page fault at 0x10000 (a write of unmapped memory by CPC"), hcq::DeviceError);
     CHECK(dev->failed());
@@ -425,7 +414,7 @@ TEST_CASE("am: a GPU page fault fails the device with the address; recover() bri
     CHECK_THROWS_WITH_AS(add_one(*dev, 0x10000, in.va), Contains("GPU page fault at 0x10000"), hcq::DeviceError);  // fails again, and stays failed
   }
   CHECK(b.card->stats().queues == 0);  // the driver dequeued what it had
-  auto dev = amd::open_am(b.os, ao, b.options());
+  auto dev = b.device();
   CHECK(dev->info().interface.find("cold start") != std::string::npos);  // a fault left behind means a reset
   CHECK(b.card->stats().mode1_resets == 1);
   CHECK(add_one_works(*dev));
@@ -434,10 +423,8 @@ TEST_CASE("am: a GPU page fault fails the device with the address; recover() bri
 TEST_CASE("am: a hang times out and dequeues the queues; recover() brings the device back; closed after a hang, the next open warm-starts") {
   REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
   Bench b;
-  amd::AmdOptions ao;
-  ao.name = "emu:amd:pci";
   {
-    auto dev = amd::open_am(b.os, ao, b.options());
+    auto dev = b.device();
     CHECK(add_one_works(*dev));
     dev->set_default_timeout(std::chrono::milliseconds(200));
     hcq::SignalRef never = dev->new_signal(0);
@@ -459,7 +446,7 @@ TEST_CASE("am: a hang times out and dequeues the queues; recover() brings the de
     q->submit();
     CHECK_THROWS_AS(dev->synchronize(), hcq::Timeout);
   }
-  auto dev = amd::open_am(b.os, ao, b.options());
+  auto dev = b.device();
   CHECK(dev->info().interface.find("warm start") != std::string::npos);
   CHECK(b.card->stats().mode1_resets == 0);
   CHECK(add_one_works(*dev));

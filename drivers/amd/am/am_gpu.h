@@ -257,6 +257,11 @@ class Smu : public IpBlock {
   bool sent_ = false;
 };
 
+// A hardware queue's ring and the addresses of its read-pointer write-back and write-pointer shadow.
+struct QueueRing {
+  uint64_t ring_va = 0, ring_bytes = 0, rptr_va = 0, wptr_va = 0;
+};
+
 class Gfx : public IpBlock {
  public:
   using IpBlock::IpBlock;
@@ -265,10 +270,7 @@ class Gfx : public IpBlock {
   void init_hw(bool warm) override;
   void fini() noexcept override;
   // The compute queue: ME1 pipe 0 queue 0, by writing its MQD into the HQD registers.
-  struct Queue {
-    uint64_t ring_va = 0, ring_bytes = 0, rptr_va = 0, wptr_va = 0;
-  };
-  uint64_t start_queue(const Queue& q);  // returns the doorbell's byte offset in BAR2
+  uint64_t start_queue(const QueueRing& q);  // returns the doorbell's byte offset in BAR2
   void stop_queue() noexcept;
   void reset_mec();  // after a hang or fault: CP soft reset, the MEC started again (queues dequeued first)
 
@@ -285,10 +287,7 @@ class Sdma : public IpBlock {
   const char* name() const override { return "SDMA"; }
   void init_hw(bool warm) override;
   void fini() noexcept override;
-  struct Queue {
-    uint64_t ring_va = 0, ring_bytes = 0, rptr_va = 0, wptr_va = 0;
-  };
-  uint64_t start_queue(const Queue& q);  // returns the doorbell's byte offset in BAR2
+  uint64_t start_queue(const QueueRing& q);  // returns the doorbell's byte offset in BAR2
   void stop_queue() noexcept;
 };
 

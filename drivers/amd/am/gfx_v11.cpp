@@ -64,7 +64,7 @@ void Gfx::init_hw(bool warm) {
   x.write(r::S2A_DOORBELL_ENTRY_3_CTRL, kS2aPort3Gc);
 }
 
-uint64_t Gfx::start_queue(const Queue& q) {
+uint64_t Gfx::start_queue(const QueueRing& q) {
   if (queue_active_) throw Error("amd:pci: AM runs one compute queue (ME1 pipe 0 queue 0), and it is in use");
   if (!std::has_single_bit(q.ring_bytes) || q.ring_bytes < 4096 || q.ring_va % 256)
     throw Error("amd:pci: a compute ring must be a power of two of at least 4 KiB, 256-byte aligned (" + std::to_string(q.ring_bytes) + " at " +
