@@ -81,7 +81,14 @@ class AmInterface final : public AmdInterface {
         if (!m->chunks.empty() && m->chunks.back().addr + m->chunks.back().size == m->dma.bus[i]) m->chunks.back().size += n;
         else m->chunks.push_back({m->dma.bus[i], n, true});
       }
-      for (auto& c : m->chunks) c.size = std::min(c.size, m->size);
+      // Map exactly the size asked for (rounded to 4 KiB): hugepages may have rounded the memory up,
+      // and a ring's size is what its queue is told.
+      uint64_t left = m->size;
+      for (auto& c : m->chunks) {
+        c.size = std::min(c.size, left);
+        left -= c.size;
+      }
+      std::erase_if(m->chunks, [](const auto& c) { return c.size == 0; });
       m->host = m->dma.host;
     } else {
       m->chunks = mem.alloc_vram(m->size, kind == MemoryKind::Vram, kind == MemoryKind::Vram);
