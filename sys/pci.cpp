@@ -147,6 +147,20 @@ std::vector<PciInfo> list_pci_devices(Os& os, std::optional<uint16_t> vendor) {
   return out;
 }
 
+std::string bound_driver(Os& os, std::string_view address) { return driver_of(os, dir_of(normalize_pci_address(address))); }
+
+void unbind_driver(Os& os, std::string_view address) {
+  std::string addr = normalize_pci_address(address), dir = dir_of(addr), drv = driver_of(os, dir);
+  if (drv.empty()) return;
+  try {
+    os.write_file(dir + "/driver/unbind", addr);
+  } catch (const OsError& e) {
+    throw_os_error(e.err(), "unbinding " + drv + " from " + addr + " (" + dir + "/driver/unbind)",
+                   e.err() == EACCES || e.err() == EPERM ? "unbinding a kernel driver needs root" : "");
+  }
+  if (!driver_of(os, dir).empty()) throw Error(drv + " did not let go of " + addr + " (it is still bound after the unbind)");
+}
+
 std::unique_ptr<PciDevice> open_pci_device(Os& os, std::string_view address) {
   std::string addr = normalize_pci_address(address), dir = dir_of(addr);
   if (!os.exists(dir)) {
@@ -179,8 +193,14 @@ SysfsPciDevice::SysfsPciDevice(Os& os, std::string_view address) : os_(os), addr
     if (e.err() != EACCES && e.err() != EPERM) throw;
     throw_os_error(e.err(), "open " + dir_ + "/config", "raw PCI access through sysfs needs root: run as root or bind to vfio-pci");
   }
+  read_resources();
+  if (os.read_file(dir_ + "/enable").starts_with('0')) os.write_file(dir_ + "/enable", "1");
+  enable_bus_master(*this);
+}
+
+void SysfsPciDevice::read_resources() {
   // `resource`: one line per BAR (then ROM and bridge windows) of "start end flags" in hex.
-  std::istringstream table(os.read_file(dir_ + "/resource"));
+  std::istringstream table(os_.read_file(dir_ + "/resource"));
   for (Bar& b : bars_) {
     std::string s, e, f;
     if (!(table >> s >> e >> f)) throw Error("malformed " + dir_ + "/resource: fewer than 6 BAR lines");
@@ -189,8 +209,29 @@ SysfsPciDevice::SysfsPciDevice(Os& os, std::string_view address) : os_(os), addr
     b.size = end ? end - start + 1 : 0;
     b.flags = parse_hex(f, dir_ + "/resource");
   }
-  if (os.read_file(dir_ + "/enable").starts_with('0')) os.write_file(dir_ + "/enable", "1");
-  enable_bus_master(*this);
+}
+
+uint64_t SysfsPciDevice::resize_bar(int n) {
+  check_bar_index(addr_, n);
+  std::lock_guard lock(mu_);
+  // resourceN_resize: a hexadecimal mask of the sizes the device offers (bit i: 2^i MiB); writing i
+  // makes the kernel reassign the BAR (no driver may hold the device).
+  std::string file = dir_ + "/resource" + std::to_string(n) + "_resize";
+  if (!os_.exists(file)) return 0;
+  if (bars_[n].mmio) throw Error("BAR" + std::to_string(n) + " of " + addr_ + " is mapped already; resize it before mapping it");
+  uint64_t sizes = parse_hex(os_.read_file(file), file);
+  if (!sizes) return 0;
+  int best = 63 - __builtin_clzll(sizes);
+  uint64_t want = (uint64_t{1} << best) << 20;
+  if (want <= bars_[n].size) return 0;
+  try {
+    os_.write_file(file, std::to_string(best));
+  } catch (const OsError& e) {
+    throw_os_error(e.err(), "resizing BAR" + std::to_string(n) + " of " + addr_ + " to " + std::to_string(want >> 20) + " MiB (" + file + ")",
+                   "the kernel could not fit the larger BAR behind the bridge: enable Above 4G decoding and Resizable BAR in the firmware setup");
+  }
+  read_resources();
+  return bars_[n].size;
 }
 
 uint32_t SysfsPciDevice::config_read(uint32_t offset, int size) { return config_read_at(os_, config_.get(), 0, addr_, offset, size); }

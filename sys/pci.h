@@ -52,6 +52,9 @@ class PciDevice {
   virtual Mmio& bar(int n) = 0;          // maps BAR n (0..5) on first use; lives as long as the device
   virtual DmaBuffer dma_alloc(size_t bytes) = 0;
   virtual void reset() = 0;  // function-level reset; BAR mappings stay valid, device state is gone
+  // Resizable BAR: grows BAR n, before it is first mapped, to the largest size the device offers.
+  // Returns the new size, or 0 where this path cannot resize it (then nothing changed).
+  virtual uint64_t resize_bar(int /*n*/) { return 0; }
   uint16_t vendor_id() { return uint16_t(config_read(0, 2)); }
   uint16_t device_id() { return uint16_t(config_read(2, 2)); }
 };
@@ -70,6 +73,10 @@ std::string normalize_pci_address(std::string_view address);
 // vfio when the device is bound to vfio-pci, sysfs when it has no driver; a device bound to another
 // kernel driver is an Error saying which and how to unbind it.
 std::unique_ptr<PciDevice> open_pci_device(Os& os, std::string_view address);
+// The kernel driver bound to the device ("" for none), and unbinding it (needs root; the device is then
+// free for the sysfs path, or for binding vfio-pci).
+std::string bound_driver(Os& os, std::string_view address);
+void unbind_driver(Os& os, std::string_view address);
 
 class SysfsPciDevice final : public PciDevice {
  public:
@@ -83,8 +90,10 @@ class SysfsPciDevice final : public PciDevice {
   Mmio& bar(int n) override;
   DmaBuffer dma_alloc(size_t bytes) override;
   void reset() override;
+  uint64_t resize_bar(int n) override;  // through resourceN_resize
 
  private:
+  void read_resources();
   struct Bar {
     uint64_t size = 0, flags = 0;  // from the `resource` table
     std::unique_ptr<Mmio> mmio;

@@ -15,11 +15,14 @@
 namespace ugpu::tools {
 namespace {
 constexpr const char* kUsage =
-    "usage: ugpu bringup [--device amd:pci|emu:amd:pci] [--address BUS:DEV.FN] [--trace FILE] [--reset] [--firmware DIR]\n"
+    "usage: ugpu bringup [--device amd:pci|emu:amd:pci] [--address BUS:DEV.FN] [--trace FILE] [--reset] [--unbind]\n"
+    "                    [--firmware DIR]\n"
     "Boots an AMD GPU with no kernel driver, the way `amd:pci` does, and says what happened at each step:\n"
     "PCI claim, IP discovery, firmware, then SOC, GMC, IH, PSP (bootloader, KM ring, TMR, every image),\n"
     "SMU, GFX (RLC autoload, MEC) and SDMA, each with its time. A GPU left running by a clean earlier run\n"
-    "warm-starts (no firmware is loaded again); --reset forces a mode-1 reset and a cold boot.\n"
+    "warm-starts (no firmware is loaded again); --reset forces a mode-1 reset and a cold boot. --unbind\n"
+    "first unbinds a kernel driver (amdgpu) that holds the GPU (root). BAR0 is grown to all of VRAM where\n"
+    "the GPU offers Resizable BAR (sysfs path).\n"
     "--trace FILE writes every register read and write in order (`ugpu decode --regs FILE` names them).\n"
     "Then a kernel runs on the booted GPU, checked against the host.\n"
     "The default device is emu:amd:pci, the emulated card, which needs no GPU; amd:pci needs root (or a\n"
@@ -39,6 +42,7 @@ int bringup_command(const std::vector<std::string>& args) {
     else if (args[i] == "--trace") trace = value("--trace");
     else if (args[i] == "--firmware") o.firmware_dir = value("--firmware");
     else if (args[i] == "--reset") o.force_reset = true;
+    else if (args[i] == "--unbind") o.unbind = true;
     else if (args[i] == "--help" || args[i] == "-h") return std::fputs(kUsage, stdout), 0;
     else return std::fprintf(stderr, "ugpu bringup: unknown option '%s'\n%s", args[i].c_str(), kUsage), 2;
   }

@@ -477,3 +477,40 @@ TEST_CASE("am: a device whose way in cannot recover says so, and stays failed") 
   CHECK_THROWS_WITH_AS(dev->recover(), Contains("cannot be recovered in place"), hcq::DeviceError);
   CHECK(dev->failed());
 }
+
+TEST_CASE("am: BAR0 smaller than VRAM: resized where the GPU offers it, else discovery through MM_INDEX and buffers inside the BAR") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  using B = emu::amd::AmCardConfig::Binding;
+  {
+    emu::amd::AmCardConfig c;
+    c.binding = B::None, c.bar0_bytes = 256 << 20;  // sysfs can resize
+    Bench b(c);
+    auto g = b.boot();
+    bool resized = false;
+    for (const auto& s : g->steps()) resized |= s.what == "BAR0 resized from 256 to 4096 MiB (Resizable BAR)";
+    CHECK(resized);
+  }
+  emu::amd::AmCardConfig c;
+  c.bar0_bytes = 256 << 20;  // vfio: no resize
+  Bench b(c);
+  auto dev = b.device();
+  CHECK(add_one_works(*dev));
+  // Device buffers are host-visible VRAM: what the BAR shows, less the boot region.
+  CHECK(dev->alloc(32 << 20).va != 0);
+  CHECK_THROWS_WITH_AS(dev->alloc(512 << 20), Contains("out of CPU-visible VRAM"), Error);
+  CHECK(b.card->faults().empty());
+}
+
+TEST_CASE("am: --unbind frees a GPU amdgpu holds, then boots it through sysfs") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  emu::amd::AmCardConfig c;
+  c.binding = emu::amd::AmCardConfig::Binding::Amdgpu;
+  Bench b(c);
+  CHECK(sys::bound_driver(*b.os, "03:00.0") == "amdgpu");
+  auto o = b.options();
+  o.unbind = true;
+  auto g = amd::am::AmGpu::open(*b.os, o);
+  CHECK(sys::bound_driver(*b.os, "03:00.0").empty());
+  CHECK(g->pci().kind() == "sysfs");
+  CHECK(g->steps()[0].what == "unbound amdgpu from 0000:03:00.0");
+}

@@ -152,6 +152,10 @@ void AmGpu::boot(sys::Os& os) {
       throw Error("amd:pci: no AMD GPU without a kernel driver was found (`ugpu devices` lists the GPUs, their drivers and how to free one)");
   }
   address_ = sys::normalize_pci_address(address_);
+  if (std::string drv = sys::bound_driver(os, address_); o_.unbind && !drv.empty() && drv != "vfio-pci") {
+    sys::unbind_driver(os, address_);
+    step("PCI", "unbound " + drv + " from " + address_);
+  }
   pci_ = sys::open_pci_device(os, address_);
   if (pci_->vendor_id() != 0x1002) throw Error("amd:pci: " + address_ + " is not an AMD device (vendor " + hex(pci_->vendor_id()) + ")");
   std::string lock_path = "/tmp/ugpu-am-" + address_ + ".lock";
@@ -164,16 +168,21 @@ void AmGpu::boot(sys::Os& os) {
   regs_ = std::make_unique<Regs>(pci_->bar(5), hw::amd::IpBases{});
   if (o_.trace) regs_->start_trace();
   doorbells_ = &pci_->bar(2);
-  vram_bar_ = &pci_->bar(0);
-  auto* mapped = dynamic_cast<sys::MappedMmio*>(vram_bar_);
-  step("PCI", pci_->kind() + " " + address_ + ", device " + hex(pci_->device_id()) + ", BAR0 " + std::to_string(vram_bar_->size() >> 20) + " MiB");
-
-  // Discovery, then the chip.
   uint32_t memsize = regs_->read(r::RCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE);
   if (memsize == 0 || memsize == 0xFFFFFFFF)
     throw Error("amd:pci: " + address_ + " reports " + hex(memsize) +
                 " MiB of VRAM (RCC_CONFIG_MEMSIZE): the GPU is powered off or fell off the bus (check `lspci -vv -s " + address_ + "`)");
   uint64_t vram = uint64_t(memsize) << 20;
+  // BAR0 as large as VRAM where the device and the path allow (Resizable BAR), before it is mapped.
+  if (uint64_t before = pci_->bar_size(0); before < vram)
+    if (uint64_t after = pci_->resize_bar(0))
+      step("PCI", "BAR0 resized from " + std::to_string(before >> 20) + " to " + std::to_string(after >> 20) + " MiB (Resizable BAR)");
+  vram_bar_ = &pci_->bar(0);
+  auto* mapped = dynamic_cast<sys::MappedMmio*>(vram_bar_);
+  step("PCI", pci_->kind() + " " + address_ + ", device " + hex(pci_->device_id()) + ", BAR0 " + std::to_string(vram_bar_->size() >> 20) + " of " +
+                  std::to_string(memsize) + " MiB of VRAM");
+
+  // Discovery, then the chip.
   auto t = Clock::now();
   read_discovery(vram);
   const ChipRow* row = nullptr;

@@ -27,6 +27,7 @@ struct AmOptions {
   std::string address;                               // PCI address; empty: the first AMD GPU without a kernel driver
   std::string firmware_dir;                          // empty: Firmware::default_dir()
   bool force_reset = false;                          // cold boot even after a clean previous run ($UGPU_AM_RESET=1)
+  bool unbind = false;                               // unbind a kernel driver (amdgpu) that holds the device first; needs root
   bool trace = false;                                // record every register access (Regs::trace)
   std::function<void(const std::string&)> progress;  // one line per bring-up step, as it happens
   std::chrono::milliseconds timeout{2000};           // each wait for the hardware

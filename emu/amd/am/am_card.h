@@ -31,8 +31,11 @@ struct AmCardConfig {
   uint64_t vram_bytes = uint64_t{4} << 30;                            // memfd-backed: pages exist only where written
   enum class Binding { Vfio, None, Amdgpu } binding = Binding::Vfio;  // the kernel driver bound to the device
   bool iommu_group = true;                                            // whether the device sits in an IOMMU group
-  bool vfio_noiommu = false;                                          // vfio in no-IOMMU mode: /dev/vfio/noiommu-N, DMA by physical address (pagemap)
-  unsigned executor_threads = 0;                                      // host threads a dispatch may use; 0 = all
+  bool vfio_noiommu = false;
+  uint64_t bar0_bytes = 0;        // how much VRAM BAR0 shows at power-on; 0: all of it
+  bool resizable_bar = true;      // resource0_resize offers sizes from 256 MiB up to all of VRAM                                          // vfio in
+                                  // no-IOMMU mode: /dev/vfio/noiommu-N, DMA by physical address (pagemap)
+  unsigned executor_threads = 0;  // host threads a dispatch may use; 0 = all
   // The PSP compares every payload it is handed with these files (the firmware package); empty: it
   // checks types, sizes and order only.
   std::string firmware_dir;

@@ -4,6 +4,7 @@
 #include <linux/vfio.h>
 #include <sys/mman.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -88,7 +89,7 @@ struct DeviceFile final : VirtualFile {
   void* mmap(uint64_t offset, size_t len, int) override {
     int b = bar >= 0 ? bar : int(offset / kVfioRegion);
     uint64_t off = bar >= 0 ? offset : offset % kVfioRegion;
-    if (b != 0 || off + len > card->vram_bytes()) return nullptr;  // only VRAM is plain memory
+    if (b != 0 || off + len > card->bar0_bytes()) return nullptr;  // only VRAM is plain memory, as far as BAR0 shows it
     return card->vram() + off;
   }
   std::unique_ptr<sys::Mmio> mmio(uint64_t offset, size_t len, const std::string&) override {
@@ -125,7 +126,7 @@ struct DeviceFile final : VirtualFile {
       if (ri->argsz < sizeof *ri) return -EINVAL;
       const uint32_t rw = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
       ri->offset = uint64_t(ri->index) * kVfioRegion, ri->size = 0, ri->flags = 0;
-      if (ri->index == 0) ri->size = card->vram_bytes(), ri->flags = rw | VFIO_REGION_INFO_FLAG_MMAP;
+      if (ri->index == 0) ri->size = card->bar0_bytes(), ri->flags = rw | VFIO_REGION_INFO_FLAG_MMAP;
       if (ri->index == 2) ri->size = Card::kDoorbellBarBytes, ri->flags = rw | VFIO_REGION_INFO_FLAG_MMAP;
       if (ri->index == 5) ri->size = Card::kRegBarBytes, ri->flags = rw | VFIO_REGION_INFO_FLAG_MMAP;
       if (ri->index == VFIO_PCI_CONFIG_REGION_INDEX) ri->size = 4096, ri->flags = rw;
@@ -144,6 +145,7 @@ Card::Card(VirtualOs& os, const AmCardConfig& cfg)
   if (!vram_) throw Error("emu:amd:pci: cannot create " + std::to_string(cfg.vram_bytes >> 20) + " MiB of emulated VRAM");
   if (cfg.vram_bytes < (256 << 20) || cfg.vram_bytes % (2 << 20)) throw Error("emu:amd:pci: VRAM must be a multiple of 2 MiB, at least 256 MiB");
   doorbells_ = std::make_unique<std::atomic<uint64_t>[]>(kDoorbellBarBytes / 8);
+  bar0_bytes_ = cfg.bar0_bytes ? std::min(cfg.bar0_bytes, cfg.vram_bytes) : cfg.vram_bytes;
   ctx_.bases = bases_;
   ctx_.executor_threads = cfg.executor_threads;
   ctx_.on_interrupt = [this](uint32_t id, QueueKind from) {
@@ -214,16 +216,33 @@ void Card::install() {
   auto put = [&](size_t at, uint32_t v, int n) { std::memcpy(config.data() + at, &v, n); };
   put(0, 0x1002, 2), put(2, cfg_.device_id, 2), put(8, 0x030000c8, 4), put(0x10, 0x0000000c, 4), put(0x18, 0x0000000c, 4), put(0x24, 0, 4);
   auto config_copy = std::make_shared<std::vector<uint8_t>>(config.begin(), config.end());
-  // resource: six BAR lines, then ROM and bridge windows; BAR0 VRAM, BAR2 doorbells, BAR5 registers.
-  std::string res;
-  auto line = [&](uint64_t start, uint64_t size, uint64_t flags) {
-    std::snprintf(buf, sizeof buf, "0x%016llx 0x%016llx 0x%016llx\n", (unsigned long long)start, (unsigned long long)(size ? start + size - 1 : 0),
-                  (unsigned long long)flags);
-    res += buf;
-  };
-  line(0x7800000000, cfg_.vram_bytes, 0x14220c), line(0, 0, 0), line(0x7c00000000, kDoorbellBarBytes, 0x14220c), line(0, 0, 0), line(0, 0, 0),
-      line(0xfcc00000, kRegBarBytes, 0x40200), line(0, 0, 0);
-  os_.add_file(real + "/resource", res);
+  write_resource_file();
+  // Resizable BAR: the sizes BAR0 offers (bit i: 2^i MiB), and writing one of them reassigns it.
+  if (cfg_.resizable_bar) {
+    uint64_t mask = 0;
+    for (int i = 8; (uint64_t(1) << i) <= (cfg_.vram_bytes >> 20); ++i) mask |= uint64_t(1) << i;
+    auto resize = std::make_shared<FunctionFile>();
+    resize->on_pread = [mask](std::span<uint8_t> d, uint64_t off) -> long {
+      char text[32];
+      int n = std::snprintf(text, sizeof text, "%016llx\n", (unsigned long long)mask);
+      if (off >= uint64_t(n)) return 0;
+      size_t k = std::min(d.size(), size_t(n) - off);
+      std::memcpy(d.data(), text + off, k);
+      return long(k);
+    };
+    resize->on_pwrite = [w = std::weak_ptr<Card>(self), mask, real, this](std::span<const uint8_t> src, uint64_t) -> long {
+      auto c = w.lock();
+      if (!c) return -ENODEV;
+      int i = std::atoi(std::string(src.begin(), src.end()).c_str());
+      if (i < 0 || i > 63 || !(mask >> i & 1)) return -EINVAL;
+      if (os_.exists(real + "/driver") && cfg_.binding != AmCardConfig::Binding::None) return -EBUSY;  // a driver holds it
+      bar0_bytes_ = (uint64_t(1) << i) << 20;
+      write_resource_file();
+      note("BAR0 resized to " + std::to_string(bar0_bytes_ >> 20) + " MiB");
+      return long(src.size());
+    };
+    os_.add_device(real + "/resource0_resize", resize);
+  }
   for (int b : {0, 2, 5}) {
     auto f = std::make_shared<DeviceFile>();
     f->card = self, f->bar = b;
@@ -234,6 +253,17 @@ void Card::install() {
     std::string drv = cfg_.binding == B::Vfio ? "vfio-pci" : "amdgpu";
     os_.add_dir("/sys/bus/pci/drivers/" + drv);
     os_.add_symlink(real + "/driver", "../../../../bus/pci/drivers/" + drv);
+    // `echo ADDRESS > driver/unbind` lets the device go.
+    auto unbind = std::make_shared<FunctionFile>();
+    unbind->on_pwrite = [this, real, addr](std::span<const uint8_t> src, uint64_t) -> long {
+      std::string a(src.begin(), src.end());
+      while (!a.empty() && std::isspace(static_cast<unsigned char>(a.back()))) a.pop_back();
+      if (a != addr) return -ENODEV;
+      os_.remove(real + "/driver");
+      note("unbound from its kernel driver");
+      return long(src.size());
+    };
+    os_.add_device("/sys/bus/pci/drivers/" + drv + "/unbind", unbind);
   }
   // /proc/self/pagemap: the emulated "physical" address of a page is its host address (published, so
   // the card reaches only pages the driver asked about).
@@ -304,6 +334,20 @@ void Card::install() {
   };
   os_.add_device("/dev/vfio/vfio", container);
   os_.add_device(std::string("/dev/vfio/") + (cfg_.vfio_noiommu ? "noiommu-" : "") + group, group_file);
+}
+
+void Card::write_resource_file() {
+  // Six BAR lines, then ROM and bridge windows; BAR0 VRAM, BAR2 doorbells, BAR5 registers.
+  std::string res;
+  char buf[96];
+  auto line = [&](uint64_t start, uint64_t size, uint64_t flags) {
+    std::snprintf(buf, sizeof buf, "0x%016llx 0x%016llx 0x%016llx\n", (unsigned long long)start, (unsigned long long)(size ? start + size - 1 : 0),
+                  (unsigned long long)flags);
+    res += buf;
+  };
+  line(0x7800000000, bar0_bytes_, 0x14220c), line(0, 0, 0), line(0x7c00000000, kDoorbellBarBytes, 0x14220c), line(0, 0, 0), line(0, 0, 0),
+      line(0xfcc00000, kRegBarBytes, 0x40200), line(0, 0, 0);
+  os_.add_file("/sys/devices/pci0000:00/0000:00:01.0/" + cfg_.address + "/resource", res);
 }
 
 void Card::dma_map(uint64_t bus, uint8_t* host, uint64_t size) {

@@ -55,6 +55,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint64_t doorbell_value(uint64_t offset) const;
   uint8_t* vram() const { return vram_->host; }
   uint64_t vram_bytes() const { return cfg_.vram_bytes; }
+  uint64_t bar0_bytes() const { return bar0_bytes_; }
   static constexpr uint64_t kRegBarBytes = 2 << 20, kDoorbellBarBytes = 2 << 20;
 
   // Buses: host memory the GPU reaches by DMA (vfio IOMMU mappings, or pagemap-published pages).
@@ -72,6 +73,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint32_t addr(const hw::amd::Register& r) const { return hw::amd::address_of(r, bases_); }
   uint32_t& reg(const hw::amd::Register& r) { return regs_[addr(r)]; }
   void reset_registers();  // lock held
+  void write_resource_file();
   void build_handlers();
   void note(std::string line);     // the card's log; lock held or not (own lock)
   void problem(std::string line);  // ...and a fault, or a driver mistake the hardware would punish
@@ -108,6 +110,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   GpuMemory gmem_;
   GpuContext ctx_;
   uint64_t fb_base_ = uint64_t{0x80} << 32;  // where VRAM sits in the MC address space (set by the VBIOS)
+  std::atomic<uint64_t> bar0_bytes_{0};      // BAR0's size now (Resizable BAR)
 
   // Recursive: a register write that makes the PSP read memory can walk the page tables, which reads
   // registers. Engines are never joined with it held (their stop is an Action).
