@@ -308,6 +308,10 @@ TEST_CASE("am: the PSP refuses firmware that is not the board's, and the driver 
   o.firmware_dir = dir;
   CHECK_THROWS_WITH_AS(amd::am::AmGpu::open(*b.os, o), Contains("PSP: LOAD_IP_FW gc_11_0_0_mec.bin: RS64_MEC failed with status"), Error);
   CHECK(!b.card->faults().empty());
+  // The next boot, with the right firmware, resets the half-booted chip first.
+  auto g = b.boot();
+  CHECK(!g->warm());
+  CHECK(b.card->stats().mode1_resets == 1);
 }
 
 TEST_CASE("am: claiming the device: driver bound, no IOMMU group, no permission, busy, missing firmware — one clear line each") {

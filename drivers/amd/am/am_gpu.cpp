@@ -251,11 +251,13 @@ void AmGpu::boot(sys::Os& os) {
   }
   step("boot", warm_ ? "warm start: the firmware is still running from a clean previous run" : "cold start");
   regs_->write(r::SCRATCH_REG6, 1);  // running: a crash before fini leaves this set
+  error_ = true;                     // until every block is up: a failed boot must not look clean to the next run
   for (auto& b : blocks_) {
     t = Clock::now();
     b->init_hw(warm_);
     step(b->name(), "ready", ms_since(t));
   }
+  error_ = false;
   regs_->write(r::SCRATCH_REG7, kVersion);
   boot_ms_ = ms_since(t0);
 }
