@@ -113,3 +113,55 @@ TEST_CASE("am firmware: missing and damaged files are errors naming the file and
     CHECK_THROWS_WITH_AS(amd::am::Firmware::load(v, "/fw", kNavi31), Contains(c.message), Error);
   }
 }
+
+TEST_CASE("am firmware: every file of firmware-amd-graphics is parsed or refused by name, and every RDNA3 set in it loads") {
+  REQUIRE_MESSAGE(have_debian_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  const std::string dir = amd::am::Firmware::default_dir();
+  using Parse = std::function<void(const std::string&, std::span<const uint8_t>, amd::am::Firmware&)>;
+  const uint32_t mec_stacks[] = {psp::kFwRs64MecP0Stack};
+  struct Kind {
+    std::string prefix, suffix;  // a file of this kind: name starts with prefix and ends with suffix
+    Parse parse;
+    int parsed = 0, refused = 0;
+  };
+  std::vector<Kind> kinds = {
+      {"", "_sos.bin", amd::am::parse_psp_sos},
+      {"smu_", ".bin", amd::am::parse_smu},
+      {"", "_smc.bin", amd::am::parse_smu},
+      {"sdma", ".bin", amd::am::parse_sdma},
+      {"", "_rlc.bin", amd::am::parse_rlc},
+      {"", "_imu.bin", amd::am::parse_imu},
+      {"", "_mec.bin",
+       [&](const std::string& n, std::span<const uint8_t> f, amd::am::Firmware& fw) { amd::am::parse_rs64(n, f, psp::kFwRs64Mec, mec_stacks, fw); }},
+  };
+  int files = 0;
+  for (const std::string& name : sys::posix_os().listdir(dir))
+    for (Kind& k : kinds) {
+      if (!name.starts_with(k.prefix) || !name.ends_with(k.suffix)) continue;
+      auto bytes = slurp(dir + "/" + name);
+      amd::am::Firmware fw;
+      ++files;
+      try {
+        k.parse(name, bytes, fw);
+        ++k.parsed;
+        for (const auto* list : {&fw.sos, &fw.ip})  // whatever was accepted lies inside the file
+          for (const auto& b : *list) CHECK((b.data.data() >= bytes.data() && b.data.data() + b.data.size() <= bytes.data() + bytes.size()));
+      } catch (const Error& e) {  // older header versions: refused, naming the file
+        ++k.refused;
+        CHECK_MESSAGE(std::string(e.what()).find("firmware " + name + ":") == 0, e.what());
+      }
+      break;
+    }
+  for (const Kind& k : kinds) {
+    MESSAGE(k.prefix << "*" << k.suffix << ": " << k.parsed << " parsed, " << k.refused << " refused");
+    CHECK(k.parsed > 0);
+  }
+  CHECK(files > 100);
+  // The RDNA3 boards whose whole set the package carries: Navi31 (gfx1100) and Navi33 (gfx1102).
+  for (const amd::am::FirmwareVersions& v : {kNavi31, amd::am::FirmwareVersions{{11, 0, 2}, {13, 0, 7}, {13, 0, 7}, {6, 0, 2}}}) {
+    auto fw = amd::am::Firmware::load(sys::posix_os(), dir, v);
+    CHECK(fw.ip.size() == 22);
+    CHECK(fw.ip.back().type == psp::kFwRlcG);
+    CHECK(!fw.sos.empty());
+  }
+}
