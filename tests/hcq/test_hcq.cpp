@@ -59,6 +59,11 @@ nv::NvOptions nv_options(bool small_rings) {
 }
 // Real GPUs through the host's kernel drivers (the silicon suite), as drivers/devices.cpp opens them.
 Opened open_amd_kfd(bool small_rings) { return {amd::open_kfd(host_os(), amd_options(small_rings)), {}, {}}; }
+Opened open_amd_pci(bool small_rings) {
+  amd::AmdOptions o = amd_options(small_rings);
+  o.name = "amd:pci";
+  return {amd::open_am(host_os(), o), {}, {}};
+}
 Opened open_nv_rm(bool small_rings) { return {nv::open_nv(host_os(), nv_options(small_rings)), {}, {}}; }
 // The emulated GPUs as drivers/devices.cpp opens them, keeping the emulator for its log and stats.
 Opened open_emu_amd(bool small_rings) {
@@ -113,6 +118,7 @@ const std::vector<DeviceRow>& device_rows() {
        .fault_instruction = "global_store",
        .open = open_emu_amd_pci},
       {.device = "amd:kfd", .fault = amd_fault, .open = open_amd_kfd},
+      {.device = "amd:pci", .fault = {"GPU page fault at 0x10", "kernel add_one", "a write of unmapped memory"}, .open = open_amd_pci},
       {.device = "amd", .fault = amd_fault, .open = open_amd_kfd},
       {.device = "emu:nv", .fault = nv_fault, .fault_instruction = "st.global", .open = open_emu_nv},
       {.device = "nv", .fault = nv_fault, .open = open_nv_rm},
