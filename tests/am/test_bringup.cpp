@@ -359,7 +359,7 @@ TEST_CASE("am: a register the card does not model is a named error when read") {
   Bench b;
   auto pci = sys::open_pci_device(*b.os, b.card->config().address);
   sys::Mmio& regs = pci->bar(5);
-  CHECK(regs.read32(hw::amd::address_of(hw::amd::am11::RCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE, {}) * 4) == 4096);
+  CHECK(regs.read32(hw::amd::address_of(hw::amd::am11::RCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE, {}) * 4) == 24576);  // MiB
   CHECK_THROWS_WITH_AS(regs.read32(0x7F00 * 4), Contains("register 0x7f00, which the emulated card does not model"), Error);
   regs.write32(0x7F00 * 4, 5);
   CHECK(b.card->unknown_registers() == std::vector<std::string>{"write 0x7f00 = 0x5"});
@@ -491,7 +491,7 @@ TEST_CASE("am: BAR0 smaller than VRAM: resized where the GPU offers it, else dis
     Bench b(c);
     auto g = b.boot();
     bool resized = false;
-    for (const auto& s : g->steps()) resized |= s.what == "BAR0 resized from 256 to 4096 MiB (Resizable BAR)";
+    for (const auto& s : g->steps()) resized |= s.what == "BAR0 resized from 256 to 16384 MiB (Resizable BAR)";
     CHECK(resized);
   }
   emu::amd::AmCardConfig c;

@@ -28,7 +28,7 @@ namespace ugpu::emu::amd {
 struct AmCardConfig {
   std::string address = "0000:03:00.0";
   uint16_t device_id = 0x744c;                                        // Navi31 (Radeon RX 7900 XTX)
-  uint64_t vram_bytes = uint64_t{4} << 30;                            // memfd-backed: pages exist only where written
+  uint64_t vram_bytes = uint64_t{24} << 30;                           // memfd-backed: pages exist only where written
   enum class Binding { Vfio, None, Amdgpu } binding = Binding::Vfio;  // the kernel driver bound to the device
   bool iommu_group = true;                                            // whether the device sits in an IOMMU group
   bool vfio_noiommu = false;
