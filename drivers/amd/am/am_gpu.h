@@ -249,13 +249,11 @@ class Smu : public IpBlock {
   const char* name() const override { return "SMU"; }
   void init_sw() override;
   void init_hw(bool warm) override;
-  bool alive();
   void mode1_reset();
   uint32_t send(uint32_t msg, uint32_t param, const char* what);
 
  private:
   BootBuffer table_;
-  bool sent_ = false;
 };
 
 // A hardware queue's ring and the addresses of its read-pointer write-back and write-pointer shadow.

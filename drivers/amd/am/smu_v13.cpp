@@ -34,7 +34,6 @@ uint32_t Smu::send(uint32_t msg, uint32_t param, const char* what) {
   x.write(r::MP1_SMN_C2PMSG_90, 0);
   x.write(r::MP1_SMN_C2PMSG_82, param);
   x.write(r::MP1_SMN_C2PMSG_66, msg);
-  sent_ = true;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   uint32_t resp;
   while ((resp = x.read(r::MP1_SMN_C2PMSG_90)) == 0) {
@@ -49,25 +48,11 @@ uint32_t Smu::send(uint32_t msg, uint32_t param, const char* what) {
   return x.read(r::MP1_SMN_C2PMSG_82);
 }
 
-bool Smu::alive() {
-  try {
-    Regs& x = g.regs();
-    x.write(r::MP1_SMN_C2PMSG_90, 0);
-    x.write(r::MP1_SMN_C2PMSG_82, 0);
-    x.write(r::MP1_SMN_C2PMSG_66, kGetSmuVersion);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    while (std::chrono::steady_clock::now() < deadline)
-      if (x.read(r::MP1_SMN_C2PMSG_90)) return sent_ = true;
-  } catch (const Error&) {}
-  return false;
-}
-
 void Smu::mode1_reset() {
   Regs& x = g.regs();
   x.write(r::MP1_SMN_C2PMSG_90, 0);
   x.write(r::MP1_SMN_C2PMSG_82, 0);
   x.write(r::MP1_SMN_C2PMSG_66, kMode1Reset);
-  sent_ = false;
   // The GPU comes back with the PSP in its bootloader; registers are not to be touched for a while.
   std::this_thread::sleep_for(g.options().reset_settle);
   x.wait(r::MP0_SMN_C2PMSG_81, 0xFFFFFFFF, 0, g.options().timeout, "mode-1 reset: waiting for the PSP to return to its bootloader");
