@@ -490,7 +490,7 @@ void Card::write_reg(uint32_t dword, uint32_t value) {
       uint32_t key = selected_queue();
       hqd(key, dword) = value;
       if (dword == addr(r::CP_HQD_ACTIVE)) {
-        if (value & 1) start_compute(key, after);
+        if (value & 1) start_compute(key);
         else stop_compute(key, after);
       } else if (dword == addr(r::CP_HQD_DEQUEUE_REQUEST) && value) {
         stop_compute(key, after);
@@ -533,7 +533,7 @@ void Card::build_handlers() {
   on_write(r::CP_MEC_RS64_CNTL, [this](uint32_t v, std::vector<Action>& after) {
     reg(r::CP_MEC_RS64_CNTL) = v;
     namespace f = r::CP_MEC_RS64_CNTL_fields;
-    if (!f::MEC_HALT.get(v) && f::MEC_PIPE0_ACTIVE.get(v) && !f::MEC_PIPE0_RESET.get(v)) return start_queues(after);
+    if (!f::MEC_HALT.get(v) && f::MEC_PIPE0_ACTIVE.get(v) && !f::MEC_PIPE0_RESET.get(v)) return start_queues();
     for (auto& [key, e] : compute_) after.push_back([e = std::shared_ptr<QueueEngine>(std::move(e))] {});
     compute_.clear();
   });
@@ -758,7 +758,7 @@ void Card::doorbell(uint64_t offset, uint64_t value, int bytes) {
   if (sdma_ && sdma_->setup().doorbell == &slot) sdma_->kick();
 }
 
-void Card::start_compute(uint32_t key, std::vector<Action>& after) {
+void Card::start_compute(uint32_t key) {
   uint32_t cntl = reg(r::CP_MEC_RS64_CNTL);
   namespace f = r::CP_MEC_RS64_CNTL_fields;
   if (f::MEC_HALT.get(cntl) || !f::MEC_PIPE0_ACTIVE.get(cntl) || f::MEC_PIPE0_RESET.get(cntl) || compute_.count(key)) return;  // waits for the MEC
@@ -800,12 +800,11 @@ void Card::start_compute(uint32_t key, std::vector<Action>& after) {
   compute_[key] = std::make_unique<QueueEngine>(ctx_, s);
   note("compute queue started: me 1 pipe 0 queue " + std::to_string(key & 0xF) + ", ring " + hex(s.ring_va) + " (" + std::to_string(s.ring_bytes) +
        " bytes), doorbell " + hex(uint64_t(db::DOORBELL_OFFSET.get(doorbell)) * 4));
-  (void)after;
 }
 
-void Card::start_queues(std::vector<Action>& after) {
+void Card::start_queues() {
   for (auto& [key, bank] : hqds_)
-    if (bank[addr(r::CP_HQD_ACTIVE) - hqd_first_] & 1) start_compute(key, after);
+    if (bank[addr(r::CP_HQD_ACTIVE) - hqd_first_] & 1) start_compute(key);
 }
 
 void Card::stop_compute(uint32_t key, std::vector<Action>& after) {

@@ -97,8 +97,8 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   // Queues.
   uint32_t selected_queue() const;  // GRBM_GFX_CNTL me/pipe/queue as one key; lock held
   uint32_t& hqd(uint32_t key, uint32_t dword);
-  void start_compute(uint32_t key, std::vector<Action>& after);  // lock held
-  void start_queues(std::vector<Action>& after);                 // every active HQD on a running MEC; lock held
+  void start_compute(uint32_t key);  // lock held
+  void start_queues();               // every active HQD on a running MEC; lock held
   void stop_compute(uint32_t key, std::vector<Action>& after);
   void sdma_control(std::vector<Action>& after);
   std::atomic<uint64_t>* doorbell_slot(uint64_t byte_offset);
