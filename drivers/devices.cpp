@@ -120,7 +120,13 @@ DefaultDevice default_device() {
   if (const char* e = std::getenv("UGPU_DEVICE"); e && *e) return {e, "chosen by UGPU_DEVICE"};
   if (sys::posix_os().exists("/dev/kfd")) return {"amd:kfd", "an AMD GPU was found (/dev/kfd)"};
   if (sys::posix_os().exists("/dev/nvidiactl")) return {"nv", "an NVIDIA GPU was found (/dev/nvidiactl)"};
-  return {"emu:amd", "no GPU was found (no /dev/kfd, no /dev/nvidiactl), so the emulated AMD GPU runs it"};
+  try {  // an AMD GPU handed to vfio-pci is meant for a userspace driver (an unbound one needs root: not chosen)
+    for (const sys::PciInfo& p : sys::list_pci_devices(sys::posix_os(), 0x1002))
+      if (p.driver == "vfio-pci" && (p.class_code >> 16 == 0x03 || p.class_code >> 16 == 0x12))
+        return {"amd:pci", "an AMD GPU bound to vfio-pci was found (" + p.address + ")"};
+  } catch (const Error&) {  // an unreadable sysfs: no GPU found there
+  }
+  return {"emu:amd", "no GPU was found (no /dev/kfd, no /dev/nvidiactl, no AMD GPU bound to vfio-pci), so the emulated AMD GPU runs it"};
 }
 
 std::vector<PciGpu> pci_gpus(sys::Os& os) {

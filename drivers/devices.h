@@ -22,7 +22,7 @@ std::vector<DeviceEntry> known_devices();
 std::unique_ptr<hcq::Device> open_device(const std::string& name);
 
 // The device used when none is named: $UGPU_DEVICE, else the first GPU found (/dev/kfd, then
-// /dev/nvidiactl), else the emulated AMD GPU. `why` says how it was chosen, for the user.
+// /dev/nvidiactl, then an AMD GPU bound to vfio-pci), else the emulated AMD GPU. `why` says how it was chosen, for the user.
 struct DefaultDevice {
   std::string name, why;
 };
