@@ -1,6 +1,6 @@
 // The UsbTransport seam (docs/design.md §3): bulk and control transfers to one claimed interface of a USB
-// device — libusb on real hardware (LibusbTransport); tests drive it with fakes until the ASM24xx
-// bridge model (emu/usb/, planned) exists.
+// device — libusb on real hardware (LibusbTransport), the emulated ASM24xx bridge (emu/usb/) in tests.
+// The bridge's protocol client is sys/asm24.h.
 //
 // Endpoints carry their direction bit (0x81 is IN 1, 0x02 is OUT 2); a transfer on an endpoint of the
 // wrong direction is an Error before anything is sent. A timeout of 0 waits forever. Failures throw
