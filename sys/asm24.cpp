@@ -21,14 +21,16 @@ void Asm24Bridge::control_out(uint8_t request, uint16_t value, uint16_t index, s
 }
 
 std::vector<uint8_t> Asm24Bridge::xdata_read(uint16_t address, size_t bytes) {
-  if (address + bytes > u::kXdataBytes) throw Error(usb_.name() + ": XDATA read of " + std::to_string(bytes) + " bytes at " + hex(address) + " passes 64 KiB");
+  if (address + bytes > u::kXdataBytes)
+    throw Error(usb_.name() + ": XDATA read of " + std::to_string(bytes) + " bytes at " + hex(address) + " passes 64 KiB");
   std::vector<uint8_t> out(bytes);
   for (size_t at = 0; at < bytes;) {
     size_t n = std::min(bytes - at, u::kXdataMaxRead);
     ++requests_;
     size_t got = usb_.control(u::kRequestIn, u::kXdataRead, uint16_t(address + at), 0, std::span(out).subspan(at, n));
     if (got != n)
-      throw UsbError(usb_.name() + ": XDATA read at " + hex(address + at) + " returned " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
+      throw UsbError(usb_.name() + ": XDATA read at " + hex(address + at) + " returned " + std::to_string(got) + " of " + std::to_string(n) +
+                     " bytes");
     at += n;
   }
   return out;
@@ -78,27 +80,34 @@ uint32_t Asm24Bridge::single(uint8_t fmt_type, uint64_t address, int size, uint3
 }
 
 uint32_t Asm24Bridge::config_read(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, int size) {
-  if (dev > 31 || fn > 7 || reg >= 4096) throw Error("config read of " + hex(reg) + " at " + std::to_string(bus) + ":" + std::to_string(dev) + "." + std::to_string(fn) + ": out of range");
+  if (dev > 31 || fn > 7 || reg >= 4096)
+    throw Error("config read of " + hex(reg) + " at " + std::to_string(bus) + ":" + std::to_string(dev) + "." + std::to_string(fn) +
+                ": out of range");
   return single(bus ? u::kCfgRd1 : u::kCfgRd0, u::config_address(bus, dev, fn, reg) | (reg & 3), size, 0, "config read");
 }
 
 void Asm24Bridge::config_write(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, int size, uint32_t value) {
-  if (dev > 31 || fn > 7 || reg >= 4096) throw Error("config write of " + hex(reg) + " at " + std::to_string(bus) + ":" + std::to_string(dev) + "." + std::to_string(fn) + ": out of range");
+  if (dev > 31 || fn > 7 || reg >= 4096)
+    throw Error("config write of " + hex(reg) + " at " + std::to_string(bus) + ":" + std::to_string(dev) + "." + std::to_string(fn) +
+                ": out of range");
   single(bus ? u::kCfgWr1 : u::kCfgWr0, u::config_address(bus, dev, fn, reg) | (reg & 3), size, value, "config write");
 }
 
 void Asm24Bridge::mem_read(uint64_t address, std::span<uint8_t> out) {
-  if (address % 4 || out.size() % 4) throw Error("PCIe memory read of " + std::to_string(out.size()) + " bytes at " + hex(address) + ": whole dwords only");
+  if (address % 4 || out.size() % 4)
+    throw Error("PCIe memory read of " + std::to_string(out.size()) + " bytes at " + hex(address) + ": whole dwords only");
   if (out.empty()) return;
   u::TlpDescriptor d{uint32_t(address), uint32_t(address >> 32), uint32_t(out.size() / 4)};
   control_out(u::kTlp, uint16_t(u::kMRd64 | 0x0F << 8), u::kTlpStreamRead, {reinterpret_cast<uint8_t*>(&d), sizeof d}, kTlpTimeout);
   size_t got = usb_.bulk_in(u::kBulkIn, out, std::chrono::seconds(30));
   if (got != out.size())
-    throw UsbError(usb_.name() + ": PCIe memory read at " + hex(address) + " returned " + std::to_string(got) + " of " + std::to_string(out.size()) + " bytes");
+    throw UsbError(usb_.name() + ": PCIe memory read at " + hex(address) + " returned " + std::to_string(got) + " of " + std::to_string(out.size()) +
+                   " bytes");
 }
 
 void Asm24Bridge::mem_write(uint64_t address, std::span<const uint8_t> data) {
-  if (address % 4 || data.size() % 4) throw Error("PCIe memory write of " + std::to_string(data.size()) + " bytes at " + hex(address) + ": whole dwords only");
+  if (address % 4 || data.size() % 4)
+    throw Error("PCIe memory write of " + std::to_string(data.size()) + " bytes at " + hex(address) + ": whole dwords only");
   if (data.empty()) return;
   u::TlpDescriptor d{uint32_t(address), uint32_t(address >> 32), uint32_t(data.size() / 4)};
   control_out(u::kTlp, uint16_t(u::kMWr64 | 0x0F << 8), u::kTlpStreamWrite, {reinterpret_cast<uint8_t*>(&d), sizeof d}, kTlpTimeout);
@@ -107,7 +116,9 @@ void Asm24Bridge::mem_write(uint64_t address, std::span<const uint8_t> data) {
 
 void Asm24Bridge::sram_write(uint32_t first_slot, std::span<const uint8_t> data) {
   uint64_t end = uint64_t(first_slot) * u::kSramSlotBytes + data.size();
-  if (end > u::kSram.bytes) throw Error(usb_.name() + ": SRAM write of " + std::to_string(data.size()) + " bytes at slot " + std::to_string(first_slot) + " passes its 512 KiB");
+  if (end > u::kSram.bytes)
+    throw Error(usb_.name() + ": SRAM write of " + std::to_string(data.size()) + " bytes at slot " + std::to_string(first_slot) +
+                " passes its 512 KiB");
   control_out(u::kSramDma, u::sram_dma_value(uint32_t(data.size()), false), u::sram_dma_index(first_slot, uint32_t(data.size())), {},
               UsbTransport::kDefaultTimeout);
   size_t padded = (data.size() + u::kSramSectorBytes - 1) / u::kSramSectorBytes * u::kSramSectorBytes;
@@ -126,8 +137,7 @@ void Asm24Bridge::sram_read_armed(std::span<uint8_t> out, std::chrono::milliseco
   size_t padded = (out.size() + u::kSramSectorBytes - 1) / u::kSramSectorBytes * u::kSramSectorBytes;
   std::vector<uint8_t> buf(padded);
   size_t got = usb_.bulk_in(u::kBulkIn, buf, timeout);
-  if (got < out.size())
-    throw UsbError(usb_.name() + ": SRAM read returned " + std::to_string(got) + " of " + std::to_string(out.size()) + " bytes");
+  if (got < out.size()) throw UsbError(usb_.name() + ": SRAM read returned " + std::to_string(got) + " of " + std::to_string(out.size()) + " bytes");
   std::memcpy(out.data(), buf.data(), out.size());
 }
 

@@ -18,7 +18,7 @@ class Asm24Bridge {
   explicit Asm24Bridge(UsbTransport& usb) : usb_(usb) {}
   UsbTransport& transport() { return usb_; }
 
-  std::vector<uint8_t> xdata_read(uint16_t address, size_t bytes);  // in requests of at most 255 bytes
+  std::vector<uint8_t> xdata_read(uint16_t address, size_t bytes);     // in requests of at most 255 bytes
   void xdata_write(uint16_t address, std::span<const uint8_t> bytes);  // one request per byte
   // Powers the PCIe link on when it is not up; an Error naming the link state when it stays down.
   void ensure_link();

@@ -69,7 +69,8 @@ size_t Asm24Model::do_control(uint8_t type, uint8_t request, uint16_t value, uin
   if ((type & 0x7F) != u::kRequestOut) stall("request type " + hex(type) + " is not a vendor device request");
   switch (request) {
     case u::kXdataRead:
-      if (!in || data.size() > u::kXdataMaxRead || value + data.size() > xdata_.size()) stall("XDATA read of " + std::to_string(data.size()) + " bytes at " + hex(value));
+      if (!in || data.size() > u::kXdataMaxRead || value + data.size() > xdata_.size())
+        stall("XDATA read of " + std::to_string(data.size()) + " bytes at " + hex(value));
       std::memcpy(data.data(), xdata_.data() + value, data.size());
       return data.size();
     case u::kXdataWrite:
@@ -147,7 +148,8 @@ size_t Asm24Model::do_bulk(uint8_t endpoint, std::span<uint8_t> data, std::chron
   bool p_in = p.kind == Pending::kStreamRead || p.kind == Pending::kSramRead;
   if (in != p_in) stall(std::string("a bulk ") + (in ? "IN" : "OUT") + " where the bridge expects the other direction");
   if (p.kind == Pending::kSramRead && !released_)
-    throw sys::UsbError(name() + ": bulk IN timed out after " + std::to_string(timeout.count()) + " ms (the armed SRAM read was never released)", true);
+    throw sys::UsbError(name() + ": bulk IN timed out after " + std::to_string(timeout.count()) + " ms (the armed SRAM read was never released)",
+                        true);
   if ((in ? data.size() < p.bytes : data.size() != p.bytes))
     stall("a bulk transfer of " + std::to_string(data.size()) + " bytes; the request announced " + std::to_string(p.bytes));
   pending_.reset();
@@ -156,7 +158,7 @@ size_t Asm24Model::do_bulk(uint8_t endpoint, std::span<uint8_t> data, std::chron
     case Pending::kSramWrite: std::memcpy(sram_.data() + p.address, data.data(), p.bytes); break;
     case Pending::kSramRead: std::memcpy(data.data(), sram_.data(), p.bytes), released_ = false; break;
     case Pending::kStreamWrite: {
-      lock.unlock();  // the fabric may take its own locks
+      lock.unlock();                                                               // the fabric may take its own locks
       if (!fabric_.mem_write(p.address, data.first(p.bytes))) return data.size();  // posted: a write nobody decodes is dropped
       break;
     }

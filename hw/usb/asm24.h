@@ -25,13 +25,19 @@ inline constexpr size_t kXdataMaxRead = 0xFF;
 
 // TLP modes (wIndex of kTlp).
 enum TlpMode : uint16_t {
-  kTlpSingle = 0,     // one dword; non-posted requests answer with a Completion on kTlp IN
+  kTlpSingle = 0,       // one dword; non-posted requests answer with a Completion on kTlp IN
   kTlpStreamWrite = 1,  // MWr of `dwords`, the payload follows on bulk OUT
   kTlpStreamRead = 2,   // MRd of `dwords`, the data comes on bulk IN
 };
 // TLP header byte 0 (Fmt | Type).
 enum FmtType : uint8_t {
-  kCfgRd0 = 0x04, kCfgRd1 = 0x05, kCfgWr0 = 0x44, kCfgWr1 = 0x45, kMRd64 = 0x20, kMWr64 = 0x60, kMWr32 = 0x40,
+  kCfgRd0 = 0x04,
+  kCfgRd1 = 0x05,
+  kCfgWr0 = 0x44,
+  kCfgWr1 = 0x45,
+  kMRd64 = 0x20,
+  kMWr64 = 0x60,
+  kMWr32 = 0x40,
 };
 constexpr bool is_posted(uint8_t fmt_type) { return (fmt_type & 0xDF) == 0x40 || (fmt_type & 0xB8) == 0x30; }
 constexpr bool is_config(uint8_t fmt_type) { return (fmt_type & 0xBE) == 0x04; }
@@ -46,10 +52,10 @@ struct TlpDescriptor {
 };
 // kTlp's IN data stage, after a non-posted single-mode request.
 struct Completion {
-  uint32_t data;      // the whole dword; the host takes its byte lanes
-  uint8_t status;     // bits 7:5: the PCIe completion status (CplStatus)
+  uint32_t data;   // the whole dword; the host takes its byte lanes
+  uint8_t status;  // bits 7:5: the PCIe completion status (CplStatus)
   uint8_t unused[2];
-  uint8_t retry;      // non-zero: the bridge's own error or timeout; the request may be sent again
+  uint8_t retry;  // non-zero: the bridge's own error or timeout; the request may be sent again
 };
 #pragma pack(pop)
 static_assert(sizeof(TlpDescriptor) == 12 && sizeof(Completion) == 8 && offsetof(Completion, retry) == 7);
@@ -57,14 +63,15 @@ static_assert(sizeof(TlpDescriptor) == 12 && sizeof(Completion) == 8 && offsetof
 enum CplStatus : uint8_t { kCplSuccess = 0, kCplUnsupported = 1, kCplConfigRetry = 2, kCplAbort = 4 };
 constexpr uint8_t completion_status(const Completion& c) { return c.status >> 5; }
 constexpr const char* completion_status_name(uint8_t s) {
-  return s == kCplSuccess ? "Successful Completion" : s == kCplUnsupported ? "Unsupported Request" : s == kCplConfigRetry ? "Configuration Request Retry"
-         : s == kCplAbort ? "Completer Abort" : "a reserved completion status";
+  return s == kCplSuccess       ? "Successful Completion"
+         : s == kCplUnsupported ? "Unsupported Request"
+         : s == kCplConfigRetry ? "Configuration Request Retry"
+         : s == kCplAbort       ? "Completer Abort"
+                                : "a reserved completion status";
 }
 
 // A configuration request's address: the layout of a config TLP's header DW2.
-constexpr uint32_t config_address(uint32_t bus, uint32_t dev, uint32_t fn, uint32_t reg) {
-  return bus << 24 | dev << 19 | fn << 16 | (reg & 0xFFC);
-}
+constexpr uint32_t config_address(uint32_t bus, uint32_t dev, uint32_t fn, uint32_t reg) { return bus << 24 | dev << 19 | fn << 16 | (reg & 0xFFC); }
 constexpr uint8_t byte_enables(uint64_t address, int bytes) { return uint8_t(((1u << bytes) - 1) << (address & 3)); }
 
 // XDATA: the chip's own address space.
@@ -74,13 +81,13 @@ inline constexpr size_t kXdataBytes = 64 << 10;
 
 // Memory of the bridge that the GPU reaches on PCIe ("system memory" for a GPU behind USB).
 struct SramWindow {
-  uint16_t xdata;     // where the host sees it in XDATA (the large SRAM only through kSramDma)
-  uint64_t pcie;      // where the GPU sees it
+  uint16_t xdata;  // where the host sees it in XDATA (the large SRAM only through kSramDma)
+  uint64_t pcie;   // where the GPU sees it
   uint32_t bytes;
 };
 inline constexpr SramWindow kSram{0xF000, 0x200000, 512 << 10};  // the DMA engine's SRAM, in 16 KiB slots
-inline constexpr SramWindow kSysBuf{0xA000, 0x820000, 4 << 10};   // XDATA-reachable: fences
-inline constexpr SramWindow kCqBuf{0xB800, 0x822000, 4 << 10};    // the GPU's write here releases an armed SRAM read
+inline constexpr SramWindow kSysBuf{0xA000, 0x820000, 4 << 10};  // XDATA-reachable: fences
+inline constexpr SramWindow kCqBuf{0xB800, 0x822000, 4 << 10};   // the GPU's write here releases an armed SRAM read
 inline constexpr uint32_t kSramSlotBytes = 16 << 10, kSramSectorBytes = 512;
 // kSramDma: wValue = sectors (bits 14:0) | read << 15; wIndex = first slot | slot count << 8.
 constexpr uint16_t sram_dma_value(uint32_t bytes, bool read) {
