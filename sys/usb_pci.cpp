@@ -7,8 +7,8 @@
 
 namespace ugpu::sys {
 namespace {
-constexpr uint16_t kCommand = 0x04, kBusNumbers = 0x18, kMemBase = 0x20, kMemLimit = 0x22, kPrefBase = 0x24, kPrefLimit = 0x26,
-                   kPrefBaseUpper = 0x28, kPrefLimitUpper = 0x2C, kBar0 = 0x10;
+constexpr uint16_t kCommand = 0x04, kBusNumbers = 0x18, kMemBase = 0x20, kMemLimit = 0x22, kPrefBase = 0x24, kPrefLimit = 0x26, kPrefBaseUpper = 0x28,
+                   kPrefLimitUpper = 0x2C, kBar0 = 0x10;
 constexpr uint32_t kCommandIoMemMaster = 0x07;
 constexpr uint16_t kExtCaps = 0x100, kRebarId = 0x15;
 constexpr uint64_t kBarAlign = 2 << 20;
@@ -78,15 +78,15 @@ void UsbPciDevice::enumerate() {
       b_.config_write(bus, 0, 0, kPrefLimitUpper, 4, 0xFFFFFFFF);
       b_.config_write(bus, 0, 0, kCommand, 1, kCommandIoMemMaster);
     } catch (const Error& e) {
-      throw Error("enumerating the PCIe bridge on bus " + std::to_string(bus) + " behind the USB bridge (is the enclosure's switch there?): " +
-                  e.what());
+      throw Error("enumerating the PCIe bridge on bus " + std::to_string(bus) +
+                  " behind the USB bridge (is the enclosure's switch there?): " + e.what());
     }
   }
   uint32_t id = 0xFFFFFFFF;
   try {
     id = b_.config_read(gpu, 0, 0, 0, 4);
   } catch (const UsbError&) {
-    throw;  // the bridge itself failed: not an answer about the device
+    throw;                  // the bridge itself failed: not an answer about the device
   } catch (const Error&) {  // Unsupported Request: nothing there
   }
   if ((id & 0xFFFF) == 0xFFFF)

@@ -17,9 +17,9 @@
 namespace ugpu::sys {
 
 struct UsbPciLayout {
-  uint8_t device_bus = 4;                         // the bridges are buses 0 .. device_bus - 1, device 0 each
-  uint64_t mem_base = 0x10000000;                 // non-prefetchable BARs from here (32-bit window up to 4 GiB)
-  uint64_t pref_mem_base = uint64_t{32} << 30;    // prefetchable BARs from here
+  uint8_t device_bus = 4;                       // the bridges are buses 0 .. device_bus - 1, device 0 each
+  uint64_t mem_base = 0x10000000;               // non-prefetchable BARs from here (32-bit window up to 4 GiB)
+  uint64_t pref_mem_base = uint64_t{32} << 30;  // prefetchable BARs from here
 };
 
 class UsbPciDevice final : public PciDevice {

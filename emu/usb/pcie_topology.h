@@ -19,7 +19,7 @@ namespace ugpu::emu::usb {
 class PcieEndpoint {
  public:
   struct Bar {
-    uint64_t size = 0;  // 0: absent
+    uint64_t size = 0;        // 0: absent
     bool prefetch64 = false;  // 64-bit prefetchable (else 32-bit memory)
   };
   virtual ~PcieEndpoint() = default;
@@ -43,8 +43,8 @@ class PcieTopology final : public PcieFabric {
   uint64_t bar_address(int n) const;  // as the endpoint's BAR registers hold it
 
  private:
-  std::vector<uint8_t>* function(uint8_t bus, uint8_t dev, uint8_t fn);  // routed, or null; lock held
-  bool decode(uint64_t address, size_t bytes, int& bar, uint64_t& offset);   // lock held
+  std::vector<uint8_t>* function(uint8_t bus, uint8_t dev, uint8_t fn);     // routed, or null; lock held
+  bool decode(uint64_t address, size_t bytes, int& bar, uint64_t& offset);  // lock held
   uint32_t get(const std::vector<uint8_t>& c, uint16_t reg) const;
   void put(std::vector<uint8_t>& c, uint16_t reg, uint32_t v);
   PcieEndpoint& ep_;
