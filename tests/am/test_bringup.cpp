@@ -518,3 +518,41 @@ TEST_CASE("am: --unbind frees a GPU amdgpu holds, then boots it through sysfs") 
   CHECK(g->pci().kind() == "sysfs");
   CHECK(g->steps()[0].what == "unbound amdgpu from 0000:03:00.0");
 }
+
+// ---- the card behind the emulated USB bridge (issue 23's path) ----
+
+#include "emu/usb/asm24_model.h"
+#include "emu/usb/pcie_topology.h"
+#include "hw/amd/discovery.h"
+#include "sys/usb_pci.h"
+
+TEST_CASE("am over usb: the card enumerates behind the emulated bridge; registers and VRAM answer through TLPs") {
+  emu::amd::AmCardConfig c;
+  c.bar0_bytes = 256 << 20;
+  Bench b(c);
+  auto ep = emu::amd::pcie_endpoint(b.card);
+  emu::usb::PcieTopology topology(*ep);
+  emu::usb::Asm24Model bridge_model(topology);
+  sys::Asm24Bridge bridge(bridge_model);
+  sys::UsbPciDevice dev(bridge);
+  CHECK(dev.vendor_id() == 0x1002);
+  CHECK(dev.device_id() == 0x744c);
+  CHECK(dev.bar_size(0) == (uint64_t(16) << 30));  // Resizable BAR: the largest power of two in 24 GiB
+  CHECK(dev.bar_size(2) == (2u << 20));
+  CHECK(dev.bar_size(5) == (2u << 20));
+  sys::Mmio& regs = dev.bar(5);
+  const hw::amd::IpBases bases;
+  CHECK(regs.read32(hw::amd::address_of(hw::amd::am11::RCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE, bases) * 4) == 24576);
+  // The discovery table at the top of VRAM lies past the 16 GiB BAR: MM_INDEX/MM_DATA reach it.
+  uint64_t table = (uint64_t(24576) << 20) - hw::amd::discovery::kTableFromTop;
+  regs.write32(hw::amd::address_of(hw::amd::am11::BIF_BX_PF0_MM_INDEX, bases) * 4, uint32_t(table) | 0x80000000u);
+  regs.write32(hw::amd::address_of(hw::amd::am11::BIF_BX_PF0_MM_INDEX_HI, bases) * 4, uint32_t(table >> 31));
+  CHECK(regs.read32(hw::amd::address_of(hw::amd::am11::BIF_BX_PF0_MM_DATA, bases) * 4) == hw::amd::discovery::kBinarySignature);
+  // VRAM through BAR0, both ways.
+  std::vector<uint8_t> block(4096, 0x3C), back(4096);
+  dev.bar(0).copy_in(1 << 20, block);
+  dev.bar(0).copy_out(1 << 20, back);
+  CHECK(back == block);
+  CHECK_THROWS_WITH_AS(regs.read32(0x7F00 * 4), Contains("which the emulated card does not model"), Error);  // named through the bridge too
+  CHECK(b.card->faults().empty());
+}

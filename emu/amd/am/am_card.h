@@ -18,10 +18,15 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "emu/os/virtual_os.h"
+
+namespace ugpu::emu::usb {
+class PcieEndpoint;
+}
 
 namespace ugpu::emu::amd {
 
@@ -65,7 +70,15 @@ class AmCard {
   virtual uint32_t peek(uint32_t dword) = 0;
   virtual void poke(uint32_t dword, uint32_t value) = 0;
   virtual void power_cycle() = 0;  // every register and firmware back to reset; VRAM keeps its contents
+  // The BARs' contents by offset, as PCIe memory requests reach them (the USB bridge's path): BAR0 VRAM
+  // (as far as it shows), BAR2 doorbells, BAR5 registers (whole dwords). False: outside the BAR.
+  virtual bool bar_read(int bar, uint64_t offset, std::span<uint8_t> out) = 0;
+  virtual bool bar_write(int bar, uint64_t offset, std::span<const uint8_t> data) = 0;
 };
+
+// The card as the endpoint of an emulated PCIe topology (emu/usb/pcie_topology.h): its three BARs and
+// BAR0's Resizable BAR sizes. The card must outlive it.
+std::unique_ptr<usb::PcieEndpoint> pcie_endpoint(std::shared_ptr<AmCard> card);
 
 // Installs the card's sysfs, vfio and procfs files into `os`. The card lives while the returned pointer
 // or an open file of it does.

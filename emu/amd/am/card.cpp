@@ -425,6 +425,50 @@ void Card::poke(uint32_t dword, uint32_t value) {
   regs_[dword] = value;
 }
 
+bool Card::bar_read(int bar, uint64_t offset, std::span<uint8_t> out) {
+  if (bar == 0) {
+    if (offset > bar0_bytes_ || out.size() > bar0_bytes_ - offset) return false;
+    std::memcpy(out.data(), vram_->host + offset, out.size());
+    return true;
+  }
+  if ((bar != 2 && bar != 5) || offset % 4 || out.size() % 4) return false;
+  if (offset + out.size() > (bar == 2 ? kDoorbellBarBytes : kRegBarBytes)) return false;
+  for (size_t i = 0; i < out.size(); i += 4) {
+    uint32_t v = bar == 5 ? read_reg(uint32_t((offset + i) / 4)) : uint32_t(doorbell_value((offset + i) & ~7ull) >> ((offset + i) & 4 ? 32 : 0));
+    std::memcpy(out.data() + i, &v, 4);
+  }
+  return true;
+}
+
+bool Card::bar_write(int bar, uint64_t offset, std::span<const uint8_t> data) {
+  if (bar == 0) {
+    if (offset > bar0_bytes_ || data.size() > bar0_bytes_ - offset) return false;
+    std::memcpy(vram_->host + offset, data.data(), data.size());
+    return true;
+  }
+  if ((bar != 2 && bar != 5) || offset % 4 || data.size() % 4) return false;
+  if (offset + data.size() > (bar == 2 ? kDoorbellBarBytes : kRegBarBytes)) return false;
+  for (size_t i = 0; i < data.size();) {
+    if (bar == 2 && (offset + i) % 8 == 0 && data.size() - i >= 8) {  // a 64-bit doorbell in one write
+      uint64_t v;
+      std::memcpy(&v, data.data() + i, 8);
+      doorbell(offset + i, v, 8);
+      i += 8;
+      continue;
+    }
+    uint32_t v;
+    std::memcpy(&v, data.data() + i, 4);
+    bar == 5 ? write_reg(uint32_t((offset + i) / 4), v) : doorbell(offset + i, v, 4);
+    i += 4;
+  }
+  return true;
+}
+
+void Card::resize_bar0(uint64_t bytes) {
+  bar0_bytes_ = std::min(bytes, cfg_.vram_bytes);
+  note("BAR0 resized to " + std::to_string(bar0_bytes_ >> 20) + " MiB");
+}
+
 void Card::power_cycle() {
   std::map<uint32_t, std::unique_ptr<QueueEngine>> engines;
   std::unique_ptr<QueueEngine> sdma;

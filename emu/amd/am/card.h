@@ -47,6 +47,9 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint32_t peek(uint32_t dword) override;
   void poke(uint32_t dword, uint32_t value) override;
   void power_cycle() override;
+  bool bar_read(int bar, uint64_t offset, std::span<uint8_t> out) override;
+  bool bar_write(int bar, uint64_t offset, std::span<const uint8_t> data) override;
+  void resize_bar0(uint64_t bytes);
 
   // BAR accesses.
   uint32_t read_reg(uint32_t dword);
