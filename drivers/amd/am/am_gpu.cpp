@@ -103,11 +103,7 @@ std::shared_ptr<AmGpu> AmGpu::open(std::shared_ptr<sys::Os> os, const AmOptions&
 AmGpu::~AmGpu() { fini(); }
 
 BootBuffer AmGpu::boot(uint64_t bytes, uint64_t align) {
-  uint64_t at = (boot_next_ + align - 1) / align * align;
-  if (at + bytes > kBootBytes)
-    throw Error("AM boot memory (" + std::to_string(kBootBytes >> 20) + " MiB at the start of VRAM) cannot hold another " + std::to_string(bytes) +
-                " bytes");
-  boot_next_ = at + (bytes + 4095) / 4096 * 4096;
+  uint64_t at = mem_->boot_alloc(bytes, align);
   return {at, bytes, fb_base_ + at, mem_->host(at)};
 }
 

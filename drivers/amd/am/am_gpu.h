@@ -165,7 +165,6 @@ class AmGpu {
   uint64_t fb_base_ = 0;
   sys::Mapping private_va_, aperture_;  // host reservations: private GPU addresses; the FB aperture's MC range
   std::unique_ptr<AmMemory> mem_;
-  uint64_t boot_next_ = 0;
   std::vector<std::unique_ptr<IpBlock>> blocks_;
   Gmc* gmc_ = nullptr;
   Ih* ih_ = nullptr;

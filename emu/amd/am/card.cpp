@@ -32,53 +32,45 @@ constexpr int kIommuGroup = 23;
 constexpr uint32_t kClientGfx = 0x0A, kClientGrbmCp = 0x14;
 constexpr uint32_t kSrcUtcl2Fault = 0, kSrcSdmaTrap = 49, kSrcCpEop = 181, kSrcCpBadOpcode = 183, kSrcSq = 239;
 
-// A BAR whose accesses are the model's.
+// BAR2 or BAR5 as the host maps it: every access goes to the card's model (Card::bar_read/bar_write).
 class RegisterBar final : public sys::Mmio {
  public:
-  RegisterBar(std::shared_ptr<Card> c, size_t size, bool doorbells) : c_(std::move(c)), size_(size), doorbells_(doorbells) {}
+  RegisterBar(std::shared_ptr<Card> c, int bar, size_t size) : c_(std::move(c)), bar_(bar), size_(size) {}
   size_t size() const override { return size_; }
-  uint32_t read32(uint64_t off) override {
-    check(off, 4);
-    return doorbells_ ? uint32_t(c_->doorbell_value(off & ~7ull) >> (off & 4 ? 32 : 0)) : c_->read_reg(uint32_t(off / 4));
-  }
-  uint64_t read64(uint64_t off) override {
-    check(off, 8);
-    return doorbells_ ? c_->doorbell_value(off) : read32(off) | uint64_t(read32(off + 4)) << 32;
-  }
-  void write32(uint64_t off, uint32_t v) override {
-    check(off, 4);
-    doorbells_ ? c_->doorbell(off, v, 4) : c_->write_reg(uint32_t(off / 4), v);
-  }
-  void write64(uint64_t off, uint64_t v) override {
-    check(off, 8);
-    if (doorbells_) return c_->doorbell(off, v, 8);
-    write32(off, uint32_t(v)), write32(off + 4, uint32_t(v >> 32));
-  }
+  uint32_t read32(uint64_t off) override { return read<uint32_t>(off); }
+  uint64_t read64(uint64_t off) override { return read<uint64_t>(off); }
+  void write32(uint64_t off, uint32_t v) override { write(off, v); }
+  void write64(uint64_t off, uint64_t v) override { write(off, v); }
   void copy_in(uint64_t off, std::span<const uint8_t> src) override {
-    if (src.size() % 4 || off % 4) throw Error("emu:amd:pci: register BARs take whole dwords");
-    for (size_t i = 0; i < src.size(); i += 4) {
-      uint32_t v;
-      std::memcpy(&v, src.data() + i, 4);
-      write32(off + i, v);
-    }
+    check(off, src.size(), 4);
+    c_->bar_write(bar_, off, src);
   }
   void copy_out(uint64_t off, std::span<uint8_t> dst) override {
-    if (dst.size() % 4 || off % 4) throw Error("emu:amd:pci: register BARs take whole dwords");
-    for (size_t i = 0; i < dst.size(); i += 4) {
-      uint32_t v = read32(off + i);
-      std::memcpy(dst.data() + i, &v, 4);
-    }
+    check(off, dst.size(), 4);
+    c_->bar_read(bar_, off, dst);
   }
 
  private:
-  void check(uint64_t off, uint64_t n) const {
-    if (off % n || off > size_ || n > size_ - off)
-      throw Error("emu:amd:pci: " + std::to_string(n * 8) + "-bit access at " + hex(off) + " of the " + (doorbells_ ? "doorbell" : "register") +
-                  " BAR (" + hex(size_) + " bytes) is misaligned or outside it");
+  template <class T>
+  T read(uint64_t off) {
+    T v;
+    copy_out(off, {reinterpret_cast<uint8_t*>(&v), sizeof v});
+    return v;
+  }
+  template <class T>
+  void write(uint64_t off, T v) {
+    copy_in(off, {reinterpret_cast<const uint8_t*>(&v), sizeof v});
+  }
+  // Whole, aligned dwords inside the BAR; an 8-byte access is 8-byte aligned.
+  void check(uint64_t off, uint64_t n, uint64_t align) const {
+    if (n == 8) align = 8;
+    if (off % align || n % 4 || off > size_ || n > size_ - off)
+      throw Error("emu:amd:pci: " + std::to_string(n) + "-byte access at " + hex(off) + " of the " + (bar_ == 2 ? "doorbell" : "register") +
+                  " BAR (" + hex(size_) + " bytes) is misaligned, not whole dwords, or outside it");
   }
   std::shared_ptr<Card> c_;
+  int bar_;
   size_t size_;
-  bool doorbells_;
 };
 
 // A file of the device: a BAR's resourceN (sysfs) or the vfio device fd with its regions.
@@ -94,8 +86,8 @@ struct DeviceFile final : VirtualFile {
   }
   std::unique_ptr<sys::Mmio> mmio(uint64_t offset, size_t len, const std::string&) override {
     int b = bar >= 0 ? bar : int(offset / kVfioRegion);
-    if (b == 2) return std::make_unique<RegisterBar>(card, std::min<size_t>(len, Card::kDoorbellBarBytes), true);
-    if (b == 5) return std::make_unique<RegisterBar>(card, std::min<size_t>(len, Card::kRegBarBytes), false);
+    if (b == 2) return std::make_unique<RegisterBar>(card, 2, std::min<size_t>(len, Card::kDoorbellBarBytes));
+    if (b == 5) return std::make_unique<RegisterBar>(card, 5, std::min<size_t>(len, Card::kRegBarBytes));
     return nullptr;
   }
   long pread(std::span<uint8_t> d, uint64_t off) override {
@@ -578,8 +570,7 @@ void Card::build_handlers() {
     reg(r::CP_MEC_RS64_CNTL) = v;
     namespace f = r::CP_MEC_RS64_CNTL_fields;
     if (!f::MEC_HALT.get(v) && f::MEC_PIPE0_ACTIVE.get(v) && !f::MEC_PIPE0_RESET.get(v)) return start_queues();
-    for (auto& [key, e] : compute_) after.push_back([e = std::shared_ptr<QueueEngine>(std::move(e))] {});
-    compute_.clear();
+    stop_all_compute(after);
   });
   for (const auto& x : {r::CP_MEC_RS64_PRGRM_CNTR_START, r::CP_MEC_RS64_PRGRM_CNTR_START_HI}) on_write(x, store(x));
   on_write(r::SPI_COMPUTE_QUEUE_RESET, [this](uint32_t v, std::vector<Action>& after) {
@@ -588,11 +579,10 @@ void Card::build_handlers() {
   on_write(r::GRBM_SOFT_RESET, [this](uint32_t v, std::vector<Action>& after) {
     namespace f = r::GRBM_SOFT_RESET_fields;
     if (f::SOFT_RESET_CP.get(v) || f::SOFT_RESET_CPC.get(v)) {
-      for (auto& [key, e] : compute_) after.push_back([e = std::shared_ptr<QueueEngine>(std::move(e))] {});
-      compute_.clear();
+      stop_all_compute(after);
       for (auto& [key, bank] : hqds_) bank[addr(r::CP_HQD_ACTIVE) - hqd_first_] = 0;
     }
-    if (f::SOFT_RESET_SDMA0.get(v) && sdma_) after.push_back([e = std::shared_ptr<QueueEngine>(std::move(sdma_))] {});
+    if (f::SOFT_RESET_SDMA0.get(v)) stop_later(std::move(sdma_), after);
     reg(r::GRBM_SOFT_RESET) = v;
   });
   // SDMA queue 0.
@@ -650,29 +640,30 @@ void Card::invalidate_tlb(bool) {
   gmem_.unmap_range(0, ~uint64_t{0});
 }
 
-std::optional<Card::Leaf> Card::leaf(uint64_t va) {
-  uint32_t cntl, tlb;
-  uint64_t start, end, base, ap_lo, ap_hi;
-  {
-    std::lock_guard lock(mu_);
-    cntl = reg(r::GCVM_CONTEXT0_CNTL), tlb = reg(r::GCMC_VM_MX_L1_TLB_CNTL);
-    start = uint64_t(reg(r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32) & 0xF) << 32 | reg(r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32);
-    end = uint64_t(reg(r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32) & 0xF) << 32 | reg(r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32);
-    base = uint64_t(reg(r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32)) << 32 | reg(r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32);
-    ap_lo = uint64_t(reg(r::GCMC_VM_SYSTEM_APERTURE_LOW_ADDR)) << 18, ap_hi = (uint64_t(reg(r::GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR)) + 1) << 18;
-  }
+Card::VmContext Card::vm_context() {
+  std::lock_guard lock(mu_);
+  VmContext c;
+  c.cntl = reg(r::GCVM_CONTEXT0_CNTL), c.tlb = reg(r::GCMC_VM_MX_L1_TLB_CNTL);
+  c.start = uint64_t(reg(r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32) & 0xF) << 32 | reg(r::GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32);
+  c.end = uint64_t(reg(r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32) & 0xF) << 32 | reg(r::GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32);
+  c.base = uint64_t(reg(r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32)) << 32 | reg(r::GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32);
+  c.ap_lo = uint64_t(reg(r::GCMC_VM_SYSTEM_APERTURE_LOW_ADDR)) << 18, c.ap_hi = (uint64_t(reg(r::GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR)) + 1) << 18;
+  return c;
+}
+
+std::optional<Card::Leaf> Card::leaf(uint64_t va, const VmContext& vm) {
   // The system aperture: with SYSTEM_ACCESS_MODE 3, VMID 0 reaches the framebuffer by MC address directly.
   namespace tf = r::GCMC_VM_MX_L1_TLB_CNTL_fields;
-  if (tf::ENABLE_L1_TLB.get(tlb) && tf::SYSTEM_ACCESS_MODE.get(tlb) == 3 && va >= ap_lo && va < ap_hi && va >= fb_base_ &&
+  if (tf::ENABLE_L1_TLB.get(vm.tlb) && tf::SYSTEM_ACCESS_MODE.get(vm.tlb) == 3 && va >= vm.ap_lo && va < vm.ap_hi && va >= fb_base_ &&
       va < fb_base_ + cfg_.vram_bytes)
     return Leaf{fb_base_, cfg_.vram_bytes, 0, false, true, true};
   namespace cf = r::GCVM_CONTEXT0_CNTL_fields;
-  if (!cf::ENABLE_CONTEXT.get(cntl) || !(base & 1)) return std::nullopt;
+  if (!cf::ENABLE_CONTEXT.get(vm.cntl) || !(vm.base & 1)) return std::nullopt;
   uint64_t page = va >> 12;
-  if (page < start || page > end) return std::nullopt;
+  if (page < vm.start || page > vm.end) return std::nullopt;
   const auto& f = hw::amd::kPteGfx11;
-  int depth = int(cf::PAGE_TABLE_DEPTH.get(cntl));  // directory levels above the PTB
-  uint64_t rel = va - (start << 12), table = base & f.address_mask;
+  int depth = int(cf::PAGE_TABLE_DEPTH.get(vm.cntl));  // directory levels above the PTB
+  uint64_t rel = va - (vm.start << 12), table = vm.base & f.address_mask;
   const int top = 3 - depth;  // the root's level; a flat table (depth 0) is one PTB as long as the range
   for (int level = top; level < 4; ++level) {
     int shift = hw::amd::kLevelShift[level];
@@ -696,7 +687,8 @@ std::optional<Card::Leaf> Card::leaf(uint64_t va) {
 
 bool Card::walk(uint64_t va) {
   ++walks_;
-  auto first = leaf(va);
+  const VmContext vm = vm_context();  // one read of the context registers per fill, however many leaves
+  auto first = leaf(va, vm);
   if (!first) return false;
   // A TLB fill maps the leaf and the leaves after it that continue it (same kind of memory, the next
   // physical address, the same access), up to 64 MiB, so a ring or a buffer made of many pages is one
@@ -704,7 +696,7 @@ bool Card::walk(uint64_t va) {
   Leaf run = *first;
   constexpr uint64_t kMaxRun = 64 << 20;
   while (run.size < kMaxRun) {
-    auto next = leaf(run.va + run.size);
+    auto next = leaf(run.va + run.size, vm);
     if (!next || next->va != run.va + run.size || next->system != run.system || next->pa != run.pa + run.size || next->writable != run.writable ||
         next->executable != run.executable)
       break;
@@ -851,10 +843,19 @@ void Card::start_queues() {
     if (bank[addr(r::CP_HQD_ACTIVE) - hqd_first_] & 1) start_compute(key);
 }
 
+void Card::stop_later(std::unique_ptr<QueueEngine> engine, std::vector<Action>& after) {
+  if (engine) after.push_back([e = std::shared_ptr<QueueEngine>(std::move(engine))] {});  // joined outside the lock
+}
+
+void Card::stop_all_compute(std::vector<Action>& after) {
+  for (auto& [key, e] : compute_) stop_later(std::move(e), after);
+  compute_.clear();
+}
+
 void Card::stop_compute(uint32_t key, std::vector<Action>& after) {
   auto it = compute_.find(key);
   if (it == compute_.end()) return;
-  after.push_back([e = std::shared_ptr<QueueEngine>(std::move(it->second))] {});  // joined outside the lock
+  stop_later(std::move(it->second), after);
   compute_.erase(it);
 }
 
@@ -863,10 +864,7 @@ void Card::sdma_control(std::vector<Action>& after) {
   namespace fc = r::SDMA0_F32_CNTL_fields;
   uint32_t cntl = reg(r::SDMA0_QUEUE0_RB_CNTL), f32 = reg(r::SDMA0_F32_CNTL);
   bool run = rb::RB_ENABLE.get(cntl) && !fc::HALT.get(f32);
-  if (!run) {
-    if (sdma_) after.push_back([e = std::shared_ptr<QueueEngine>(std::move(sdma_))] {});
-    return;
-  }
+  if (!run) return stop_later(std::move(sdma_), after);
   if (sdma_) return;
   if (!psp_->autoloaded || !psp_->has(hw::amd::psp::kFwSdmaTh0) || !psp_->has(hw::amd::psp::kFwSdmaTh1)) {
     problem("SDMA queue enabled but SDMA has no firmware (PSP LOAD_IP_FW SDMA_UCODE_TH0/TH1): the queue never runs");

@@ -88,7 +88,12 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
     uint64_t va = 0, size = 0, pa = 0;  // pa: a VRAM offset, or a bus address when `system`
     bool system = false, writable = false, executable = false;
   };
-  std::optional<Leaf> leaf(uint64_t va);
+  struct VmContext {  // VMID 0's translation registers
+    uint32_t cntl = 0, tlb = 0;
+    uint64_t start = 0, end = 0, base = 0, ap_lo = 0, ap_hi = 0;
+  };
+  VmContext vm_context();
+  std::optional<Leaf> leaf(uint64_t va, const VmContext& vm);
   bool walk(uint64_t va);
   uint8_t* bus(uint64_t address, uint64_t size);
   void invalidate_tlb(bool gc);
@@ -102,7 +107,10 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint32_t& hqd(uint32_t key, uint32_t dword);
   void start_compute(uint32_t key);  // lock held
   void start_queues();               // every active HQD on a running MEC; lock held
+  // An engine's thread is joined by an Action, after the register lock is dropped (it may be waiting for it).
+  void stop_later(std::unique_ptr<QueueEngine> engine, std::vector<Action>& after);
   void stop_compute(uint32_t key, std::vector<Action>& after);
+  void stop_all_compute(std::vector<Action>& after);
   void sdma_control(std::vector<Action>& after);
   std::atomic<uint64_t>* doorbell_slot(uint64_t byte_offset);
 
