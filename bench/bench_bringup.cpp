@@ -42,12 +42,9 @@ int main(int argc, char** argv) {
     std::vector<double> cold, warm;
     double first_kernel = 0;
     for (int r = 0; r < runs; ++r) {
-      auto os = std::make_shared<emu::VirtualOs>();
-      emu::amd::AmCardConfig cfg;
-      cfg.firmware_dir = amd::am::Firmware::default_dir();
-      auto card = emu::amd::install_am_gpu(*os, cfg);
-      amd::am::AmOptions o;
-      o.address = cfg.address, o.reset_settle = std::chrono::milliseconds(0);
+      drivers::EmuAmPci e = drivers::make_emu_am_pci();
+      auto& os = e.os;
+      const amd::am::AmOptions& o = e.options;
       auto t = Clock::now();
       amd::am::AmGpu::open(os, o).reset();
       cold.push_back(ms_since(t));

@@ -45,16 +45,11 @@ std::unique_ptr<hcq::Device> open_amd_pci() {
 std::unique_ptr<hcq::Device> open_amd() { return sys::posix_os().exists("/dev/kfd") ? open_amd_kfd() : open_amd_pci(); }
 // The register-level card: the AM driver boots it from the firmware files as it boots silicon.
 std::unique_ptr<hcq::Device> open_emu_amd_pci() {
-  auto os = std::make_shared<emu::VirtualOs>();
-  emu::amd::AmCardConfig cfg;
-  cfg.firmware_dir = amd::am::Firmware::default_dir();
-  auto gpu = emu::amd::install_am_gpu(*os, cfg);
+  EmuAmPci e = make_emu_am_pci();
   amd::AmdOptions o;
   o.name = "emu:amd:pci", o.kind = "emulated gpu";
-  amd::am::AmOptions am;
-  am.address = cfg.address, am.reset_settle = std::chrono::milliseconds(0);
-  auto dev = amd::open_am(os, o, am);
-  dev->set_instruction_counter([card = std::weak_ptr(gpu)] {
+  auto dev = amd::open_am(e.os, o, e.options);
+  dev->set_instruction_counter([card = std::weak_ptr(e.card)] {
     auto g = card.lock();
     return g ? g->stats().wave_instructions : 0;
   });
@@ -127,6 +122,17 @@ DefaultDevice default_device() {
   } catch (const Error&) {  // an unreadable sysfs: no GPU found there
   }
   return {"emu:amd", "no GPU was found (no /dev/kfd, no /dev/nvidiactl, no AMD GPU bound to vfio-pci), so the emulated AMD GPU runs it"};
+}
+
+EmuAmPci make_emu_am_pci(const std::string& firmware_dir) {
+  EmuAmPci e;
+  e.os = std::make_shared<emu::VirtualOs>();
+  emu::amd::AmCardConfig cfg;
+  cfg.firmware_dir = firmware_dir.empty() ? amd::am::Firmware::default_dir() : firmware_dir;
+  e.card = emu::amd::install_am_gpu(*e.os, cfg);
+  e.options.address = cfg.address, e.options.firmware_dir = cfg.firmware_dir;
+  e.options.reset_settle = std::chrono::milliseconds(0);  // the emulated reset is instant
+  return e;
 }
 
 std::vector<PciGpu> pci_gpus(sys::Os& os) {

@@ -5,9 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "drivers/amd/am/am_gpu.h"
 #include "hcq/device.h"
 #include "ir/uop.h"
 #include "sys/os.h"
+
+namespace ugpu::emu {
+class VirtualOs;
+namespace amd {
+class AmCard;
+}
+}  // namespace ugpu::emu
 
 namespace ugpu::drivers {
 
@@ -35,6 +43,15 @@ struct PciGpu {
   std::string use;  // "amd:kfd (amdgpu is loaded); for amd:pci ..." — one line a person can act on
 };
 std::vector<PciGpu> pci_gpus(sys::Os& os);
+
+// `emu:amd:pci`'s parts: the emulated card in its own VirtualOs, holding the firmware package's files
+// (from `firmware_dir`; empty: am::Firmware::default_dir()), and the AM options that boot it.
+struct EmuAmPci {
+  std::shared_ptr<emu::VirtualOs> os;
+  std::shared_ptr<emu::amd::AmCard> card;
+  amd::am::AmOptions options;
+};
+EmuAmPci make_emu_am_pci(const std::string& firmware_dir = {});
 
 // Compiles `kernel` for the device's target (through the compile cache) and loads it.
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name);

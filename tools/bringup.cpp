@@ -51,12 +51,9 @@ int bringup_command(const std::vector<std::string>& args) {
   std::shared_ptr<sys::Os> os;
   std::shared_ptr<emu::amd::AmCard> card;
   if (device == "emu:amd:pci") {
-    auto vos = std::make_shared<emu::VirtualOs>();
-    emu::amd::AmCardConfig cfg;
-    cfg.firmware_dir = o.firmware_dir.empty() ? amd::am::Firmware::default_dir() : o.firmware_dir;
-    card = emu::amd::install_am_gpu(*vos, cfg);
-    o.address = cfg.address, o.reset_settle = std::chrono::milliseconds(0);
-    os = vos;
+    drivers::EmuAmPci e = drivers::make_emu_am_pci(o.firmware_dir);
+    card = e.card, os = e.os;
+    o.address = e.options.address, o.firmware_dir = e.options.firmware_dir, o.reset_settle = e.options.reset_settle;
   } else {
     os = std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {});
   }

@@ -74,15 +74,10 @@ Opened open_emu_amd(bool small_rings) {
   return {amd::open_kfd(os, o), [gpu] { return gpu->log(); }, [gpu] { return gpu->stats().queues; }};
 }
 Opened open_emu_amd_pci(bool small_rings) {
-  auto os = std::make_shared<emu::VirtualOs>();
-  emu::amd::AmCardConfig cfg;
-  cfg.firmware_dir = amd::am::Firmware::default_dir();
-  auto gpu = emu::amd::install_am_gpu(*os, cfg);
+  drivers::EmuAmPci e = drivers::make_emu_am_pci();
   amd::AmdOptions o = amd_options(small_rings);
   o.name = "emu:amd:pci", o.kind = "emulated gpu";
-  amd::am::AmOptions am;
-  am.address = cfg.address, am.reset_settle = std::chrono::milliseconds(0);
-  return {amd::open_am(os, o, am), [gpu] { return gpu->faults(); }, [gpu] { return gpu->stats().queues; }};
+  return {amd::open_am(e.os, o, e.options), [gpu = e.card] { return gpu->faults(); }, [gpu = e.card] { return gpu->stats().queues; }};
 }
 Opened open_emu_nv(bool small_rings) {
   auto os = std::make_shared<emu::VirtualOs>();
