@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 #include "common/error.h"
 #include "drivers/amd/am/discovery.h"
@@ -201,6 +202,22 @@ struct Bench {
   }
 };
 bool have_firmware() { return std::ifstream(amd::am::Firmware::default_dir() + "/psp_13_0_0_sos.bin").good(); }
+
+// Copies the board's firmware into `dir` on the bench's filesystem, with `corrupt(name, bytes)` free to
+// change a file on the way; the driver then reads that copy.
+amd::am::AmOptions damaged_firmware(Bench& b, const std::string& dir, const std::function<void(const std::string&, std::vector<char>&)>& corrupt) {
+  for (const char* name : {"psp_13_0_0_sos.bin", "smu_13_0_0.bin", "sdma_6_0_0.bin", "gc_11_0_0_pfp.bin", "gc_11_0_0_me.bin", "gc_11_0_0_mec.bin",
+                           "gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin"}) {
+    std::ifstream in(amd::am::Firmware::default_dir() + "/" + name, std::ios::binary);
+    std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
+    corrupt(name, bytes);
+    auto f = b.os->add_mmap_file(dir + "/" + name, bytes.size());
+    std::memcpy(f.data(), bytes.data(), bytes.size());
+  }
+  auto o = b.options();
+  o.firmware_dir = dir;
+  return o;
+}
 }  // namespace
 
 TEST_CASE("am: the driver boots the emulated card cold, then warm, through vfio") {
@@ -295,23 +312,48 @@ TEST_CASE("am: the PSP refuses firmware that is not the board's, and the driver 
   REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
   Bench b;
   // The driver reads a copy of the firmware whose MEC instructions differ by one byte (headers intact).
-  const std::string dir = "/fw-bad";
-  for (const char* name : {"psp_13_0_0_sos.bin", "smu_13_0_0.bin", "sdma_6_0_0.bin", "gc_11_0_0_pfp.bin", "gc_11_0_0_me.bin", "gc_11_0_0_mec.bin",
-                           "gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin"}) {
-    std::ifstream in(amd::am::Firmware::default_dir() + "/" + name, std::ios::binary);
-    std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
-    if (std::string(name) == "gc_11_0_0_mec.bin") bytes[0x1000] ^= 1;
-    auto f = b.os->add_mmap_file(dir + "/" + name, bytes.size());
-    std::memcpy(f.data(), bytes.data(), bytes.size());
-  }
-  auto o = b.options();
-  o.firmware_dir = dir;
+  auto o = damaged_firmware(b, "/fw-bad", [](const std::string& name, std::vector<char>& bytes) {
+    if (name == "gc_11_0_0_mec.bin") bytes[0x1000] ^= 1;
+  });
   CHECK_THROWS_WITH_AS(amd::am::AmGpu::open(*b.os, o), Contains("PSP: LOAD_IP_FW gc_11_0_0_mec.bin: RS64_MEC failed with status"), Error);
   CHECK(!b.card->faults().empty());
   // The next boot, with the right firmware, resets the half-booted chip first.
   auto g = b.boot();
   CHECK(!g->warm());
   CHECK(b.card->stats().mode1_resets == 1);
+}
+
+TEST_CASE("am: the PSP bootloader refusing a component, or the sOS not starting, is an error naming the component and its status") {
+  REQUIRE_MESSAGE(have_firmware(), "scripts/setup --tests installs firmware-amd-graphics");
+  const auto genuine = amd::am::Firmware::load(sys::posix_os(), amd::am::Firmware::default_dir(),
+                                               {{11, 0, 0}, {13, 0, 0}, {13, 0, 0}, {6, 0, 0}});  // the card's IP versions
+  // One byte inside a bootloader component of psp_13_0_0_sos.bin, found by its bytes in the file.
+  auto flip_in = [&](const amd::am::FwBlob& blob) {
+    return [&blob](const std::string& name, std::vector<char>& bytes) {
+      if (name != "psp_13_0_0_sos.bin") return;
+      auto at =
+          std::search(bytes.begin(), bytes.end(), blob.data.begin(), blob.data.begin() + 256, [](char a, uint8_t b) { return uint8_t(a) == b; });
+      REQUIRE(at != bytes.end());
+      at[0x100] ^= 1;
+    };
+  };
+  {
+    Bench b;
+    auto o = damaged_firmware(b, "/fw-sys", flip_in(genuine.sos[2]));
+    std::string message = "no error";
+    try {
+      amd::am::AmGpu::open(*b.os, o);
+    } catch (const Error& e) { message = e.what(); }
+    CHECK_MESSAGE(message.starts_with("PSP bootloader: loading SYS_DRV ("), message);
+    CHECK_MESSAGE(message.find("): the bootloader refused it (status 0x") != std::string::npos, message);
+    CHECK(!b.card->faults().empty());
+  }
+  {
+    Bench b;
+    auto o = damaged_firmware(b, "/fw-sos", flip_in(genuine.sos[3]));
+    CHECK_THROWS_WITH_AS(amd::am::AmGpu::open(*b.os, o), Contains("the sOS did not start in 500 ms (C2PMSG_81 stays 0, bootloader status"), Error);
+    CHECK(!b.card->stats().sos_alive);
+  }
 }
 
 TEST_CASE("am: claiming the device: driver bound, no IOMMU group, no permission, busy, missing firmware — one clear line each") {

@@ -61,18 +61,27 @@ void Regs::write(uint32_t dword, uint32_t value) {
   bar_.write32(uint64_t(address_of(r::BIF_BX_PF0_RSMU_DATA, bases_)) * 4, value);
 }
 
-uint32_t Regs::wait(const hw::amd::Register& reg, uint32_t mask, uint32_t value, std::chrono::milliseconds timeout, const std::string& what) {
+bool poll(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   auto pause = std::chrono::microseconds(1);
   for (;;) {
-    uint32_t v = read(reg);
-    if ((v & mask) == value) return v;
-    if (Clock::now() > deadline)
-      throw Error(what + ": timed out after " + std::to_string(timeout.count()) + " ms waiting for " + reg.name + " & " + hex(mask) +
-                  " == " + hex(value) + " (it reads " + hex(v) + ")");
+    if (done()) return true;
+    if (Clock::now() > deadline) return false;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
+}
+
+bool Regs::poll(const hw::amd::Register& reg, const std::function<bool(uint32_t)>& done, std::chrono::milliseconds timeout, uint32_t& v) {
+  return am::poll([&] { return done(v = read(reg)); }, timeout);
+}
+
+uint32_t Regs::wait(const hw::amd::Register& reg, uint32_t mask, uint32_t value, std::chrono::milliseconds timeout, const std::string& what) {
+  uint32_t v;
+  if (!poll(reg, [&](uint32_t x) { return (x & mask) == value; }, timeout, v))
+    throw Error(what + ": timed out after " + std::to_string(timeout.count()) + " ms waiting for " + reg.name + " & " + hex(mask) +
+                " == " + hex(value) + " (it reads " + hex(v) + ")");
+  return v;
 }
 
 void Regs::start_trace() {

@@ -34,6 +34,10 @@ struct AmOptions {
   std::chrono::milliseconds reset_settle{500};       // after a mode-1 reset, before touching registers
 };
 
+// Calls done() until it returns true (true) or `timeout` passes (false), backing off from 1 us to 1 ms
+// between calls. Every wait for the hardware in the AM driver goes through here.
+bool poll(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+
 // Register access through BAR5, with registers past it reached through RSMU_INDEX/DATA, and waits
 // that time out with the register and its last value named.
 class Regs {
@@ -47,6 +51,8 @@ class Regs {
   uint32_t read(const hw::amd::Register& r) { return read(addr(r)); }
   void write(const hw::amd::Register& r, uint32_t value) { write(addr(r), value); }
   void update(const hw::amd::Register& r, hw::amd::Field f, uint32_t value) { write(r, f.set(read(r), value)); }
+  // Reads `r` into `v` until done(v) holds (true) or `timeout` passes (false, with v the last read).
+  bool poll(const hw::amd::Register& r, const std::function<bool(uint32_t)>& done, std::chrono::milliseconds timeout, uint32_t& v);
   // Polls until (read & mask) == value; throws Error naming `what`, the register and its last value.
   uint32_t wait(const hw::amd::Register& r, uint32_t mask, uint32_t value, std::chrono::milliseconds timeout, const std::string& what);
 
@@ -252,6 +258,7 @@ class Smu : public IpBlock {
   uint32_t send(uint32_t msg, uint32_t param, const char* what);
 
  private:
+  void post(uint32_t msg, uint32_t param);  // the message mailbox: clear the response, argument, message
   BootBuffer table_;
 };
 

@@ -3,7 +3,6 @@
 // KM ring — LOAD_TOC (which says how big the TMR must be), SETUP_TMR, LOAD_IP_FW for the SMU and every
 // graphics and SDMA image, then AUTOLOAD_RLC, after which the RLC boots the graphics engines.
 #include <cstring>
-#include <thread>
 
 #include "common/error.h"
 #include "common/hex.h"
@@ -55,24 +54,15 @@ void Psp::load_bootloader_components() {
     g.flush_hdp();
     x.write(r::MP0_SMN_C2PMSG_36, uint32_t(fw_pri_.mc >> 20));
     x.write(r::MP0_SMN_C2PMSG_35, b.type);
+    uint32_t st;
     if (b.type == psp::kBlLoadSosDrv) {
-      auto deadline = std::chrono::steady_clock::now() + timeout;
-      while (!sos_alive()) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          uint32_t st = x.read(r::MP0_SMN_C2PMSG_35);
-          throw Error(what + ": the sOS did not start in " + std::to_string(timeout.count()) + " ms (C2PMSG_81 stays 0, bootloader status " +
-                      hex(st) + ")");
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
+      if (!x.poll(r::MP0_SMN_C2PMSG_81, [](uint32_t v) { return v != 0; }, timeout, st))
+        throw Error(what + ": the sOS did not start in " + std::to_string(timeout.count()) + " ms (C2PMSG_81 stays 0, bootloader status " +
+                    hex(x.read(r::MP0_SMN_C2PMSG_35)) + ")");
       continue;
     }
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    uint32_t st;
-    while (((st = x.read(r::MP0_SMN_C2PMSG_35)) & 0x80000000u) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) throw Error(what + ": no answer in " + std::to_string(timeout.count()) + " ms");
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+    if (!x.poll(r::MP0_SMN_C2PMSG_35, [](uint32_t v) { return (v & 0x80000000u) != 0; }, timeout, st))
+      throw Error(what + ": no answer in " + std::to_string(timeout.count()) + " ms");
     if (st != psp::kBlReady) throw Error(what + ": the bootloader refused it (status " + hex(st) + ")");
   }
 }
@@ -109,16 +99,14 @@ uint32_t Psp::submit(uint32_t cmd_id, const std::function<void(uint8_t*)>& fill,
   std::memcpy(ring_.host + uint64_t(wptr) * 4, &f, sizeof f);
   g.flush_hdp();
   x.write(r::MP0_SMN_C2PMSG_67, (wptr + psp::kFrameDwords) % ring_dwords);
-  auto deadline = std::chrono::steady_clock::now() + g.options().timeout;
-  for (;;) {
-    uint32_t fence;
+  uint32_t fence;
+  auto signalled = [&] {
     std::memcpy(&fence, fence_.host, 4);
-    if (fence == fence_value_) break;
-    if (std::chrono::steady_clock::now() > deadline)
-      throw Error("PSP: " + what + ": no answer in " + std::to_string(g.options().timeout.count()) + " ms (fence " + std::to_string(fence) +
-                  ", waiting for " + std::to_string(fence_value_) + ")");
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+    return fence == fence_value_;
+  };
+  if (!poll(signalled, g.options().timeout))
+    throw Error("PSP: " + what + ": no answer in " + std::to_string(g.options().timeout.count()) + " ms (fence " + std::to_string(fence) +
+                ", waiting for " + std::to_string(fence_value_) + ")");
   psp::Response resp;
   std::memcpy(&resp, cmd_.host + offsetof(psp::CmdResp, resp), sizeof resp);
   if (resp.status) throw Error("PSP: " + what + " failed with status " + hex(resp.status));

@@ -28,20 +28,21 @@ const char* response_name(uint32_t v) {
 
 void Smu::init_sw() { table_ = g.boot(0x4000); }
 
-uint32_t Smu::send(uint32_t msg, uint32_t param, const char* what) {
+void Smu::post(uint32_t msg, uint32_t param) {
   Regs& x = g.regs();
-  const auto timeout = g.options().timeout;
   x.write(r::MP1_SMN_C2PMSG_90, 0);
   x.write(r::MP1_SMN_C2PMSG_82, param);
   x.write(r::MP1_SMN_C2PMSG_66, msg);
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+}
+
+uint32_t Smu::send(uint32_t msg, uint32_t param, const char* what) {
+  Regs& x = g.regs();
+  const auto timeout = g.options().timeout;
+  post(msg, param);
   uint32_t resp;
-  while ((resp = x.read(r::MP1_SMN_C2PMSG_90)) == 0) {
-    if (std::chrono::steady_clock::now() > deadline)
-      throw Error(std::string("SMU: ") + what + " (message " + hex(msg) + "): no answer in " + std::to_string(timeout.count()) +
-                  " ms (MP1 C2PMSG_90 stays 0); the SMU firmware is not running — was it loaded through the PSP?");
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  if (!x.poll(r::MP1_SMN_C2PMSG_90, [](uint32_t v) { return v != 0; }, timeout, resp))
+    throw Error(std::string("SMU: ") + what + " (message " + hex(msg) + "): no answer in " + std::to_string(timeout.count()) +
+                " ms (MP1 C2PMSG_90 stays 0); the SMU firmware is not running — was it loaded through the PSP?");
   if (resp != 1)
     throw Error(std::string("SMU: ") + what + " (message " + hex(msg) + ", argument " + hex(param) + ") answered " + hex(resp) + ": " +
                 response_name(resp));
@@ -49,13 +50,10 @@ uint32_t Smu::send(uint32_t msg, uint32_t param, const char* what) {
 }
 
 void Smu::mode1_reset() {
-  Regs& x = g.regs();
-  x.write(r::MP1_SMN_C2PMSG_90, 0);
-  x.write(r::MP1_SMN_C2PMSG_82, 0);
-  x.write(r::MP1_SMN_C2PMSG_66, kMode1Reset);
+  post(kMode1Reset, 0);
   // The GPU comes back with the PSP in its bootloader; registers are not to be touched for a while.
   std::this_thread::sleep_for(g.options().reset_settle);
-  x.wait(r::MP0_SMN_C2PMSG_81, 0xFFFFFFFF, 0, g.options().timeout, "mode-1 reset: waiting for the PSP to return to its bootloader");
+  g.regs().wait(r::MP0_SMN_C2PMSG_81, 0xFFFFFFFF, 0, g.options().timeout, "mode-1 reset: waiting for the PSP to return to its bootloader");
 }
 
 void Smu::init_hw(bool warm) {
