@@ -13,6 +13,15 @@ namespace u = hw::usb;
 namespace {
 constexpr int kRetries = 10;
 constexpr std::chrono::milliseconds kTlpTimeout{5000}, kPowerTimeout{10000};
+
+// A configuration request's address with the register's byte offset (for the byte enables), or an
+// Error when bus:dev.fn or the register cannot be addressed.
+uint64_t config_address(const char* what, uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg) {
+  if (dev > 31 || fn > 7 || reg >= 4096)
+    throw Error(std::string(what) + " of " + hex(reg) + " at " + std::to_string(bus) + ":" + std::to_string(dev) + "." + std::to_string(fn) +
+                ": out of range");
+  return u::config_address(bus, dev, fn, reg) | (reg & 3);
+}
 }  // namespace
 
 void Asm24Bridge::control_out(uint8_t request, uint16_t value, uint16_t index, std::span<uint8_t> data, std::chrono::milliseconds timeout) {
@@ -80,17 +89,11 @@ uint32_t Asm24Bridge::single(uint8_t fmt_type, uint64_t address, int size, uint3
 }
 
 uint32_t Asm24Bridge::config_read(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, int size) {
-  if (dev > 31 || fn > 7 || reg >= 4096)
-    throw Error("config read of " + hex(reg) + " at " + std::to_string(bus) + ":" + std::to_string(dev) + "." + std::to_string(fn) +
-                ": out of range");
-  return single(bus ? u::kCfgRd1 : u::kCfgRd0, u::config_address(bus, dev, fn, reg) | (reg & 3), size, 0, "config read");
+  return single(bus ? u::kCfgRd1 : u::kCfgRd0, config_address("config read", bus, dev, fn, reg), size, 0, "config read");
 }
 
 void Asm24Bridge::config_write(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, int size, uint32_t value) {
-  if (dev > 31 || fn > 7 || reg >= 4096)
-    throw Error("config write of " + hex(reg) + " at " + std::to_string(bus) + ":" + std::to_string(dev) + "." + std::to_string(fn) +
-                ": out of range");
-  single(bus ? u::kCfgWr1 : u::kCfgWr0, u::config_address(bus, dev, fn, reg) | (reg & 3), size, value, "config write");
+  single(bus ? u::kCfgWr1 : u::kCfgWr0, config_address("config write", bus, dev, fn, reg), size, value, "config write");
 }
 
 void Asm24Bridge::mem_read(uint64_t address, std::span<uint8_t> out) {

@@ -141,6 +141,12 @@ TEST_CASE("usb: configuration TLPs: type 0 and 1, byte enables, the address layo
   CHECK(t.bridge.config_read(4, 0, 0, 0x20, 4) == 0xBEEF0000);
   CHECK(u::config_address(3, 31, 7, 0xFFF) == (3u << 24 | 31u << 19 | 7u << 16 | 0xFFC));
   CHECK_THROWS_AS(t.bridge.config_read(4, 0, 0, 0x3, 2), Error);  // crosses a dword
+  // What a config TLP cannot address is refused before anything goes on the wire.
+  t.rec.log.clear();
+  CHECK_THROWS_WITH_AS(t.bridge.config_read(4, 32, 0, 0, 4), "config read of 0x0 at 4:32.0: out of range", Error);
+  CHECK_THROWS_WITH_AS(t.bridge.config_write(4, 0, 8, 0, 4, 0), "config write of 0x0 at 4:0.8: out of range", Error);
+  CHECK_THROWS_WITH_AS(t.bridge.config_read(4, 0, 0, 0x1000, 4), "config read of 0x1000 at 4:0.0: out of range", Error);
+  CHECK(t.rec.log.empty());
 }
 
 TEST_CASE("usb: a configuration request nobody answers completes Unsupported Request, named") {
