@@ -6,7 +6,9 @@
 // UGPU_OPT_KERNELS (default 21 and 40) choose other random kernels.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -40,6 +42,15 @@ std::string axes_text(const UOp& sink) {
   for (const auto& a : codegen::opt::kernel_axes(sink))
     s += (s.empty() ? "" : " ") + std::to_string(a.id) + ":" + std::string(ir::axis_type_name(a.type)) + "(" + std::to_string(a.size) + ")";
   return s;
+}
+
+// Whether `text` compiled for `t` with `opts` has a UOp `pred` holds for.
+bool compiles_to(const char* text, const codegen::Target& t, const std::vector<Opt>& opts, const std::function<bool(const UOp&)>& pred) {
+  codegen::CompileOptions co;
+  co.opts = opts;
+  auto ck = codegen::compile(ir::parse(text), t, co);
+  const auto& uops = ck->kernel.sink.toposort();
+  return std::any_of(uops.begin(), uops.end(), pred);
 }
 
 UOp apply(const char* text, std::vector<Opt> opts, const char* tgt = "x86") { return codegen::opt::apply_opts(ir::parse(text), opts, target(tgt)); }
@@ -617,12 +628,7 @@ SINK(END(STORE(INDEX:float*(c, i*64 + j), REDUCE:float(LOAD:float(INDEX:float*(a
   REQUIRE(!o.empty());
   CHECK(o[0] == Opt{OptOp::LANES, 2, lanes});
   // The lanes are one vector accumulator (a DEFINE_REG of float.vec(lanes)), not `lanes` scalars.
-  codegen::CompileOptions co;
-  co.opts = o;
-  auto ck = codegen::compile(ir::parse(nt), x86, co);
-  bool vector_acc = false;
-  for (const UOp& u : ck->kernel.sink.toposort()) vector_acc |= u.op() == ir::Op::DEFINE_REG && u.dtype().count == lanes;
-  CHECK(vector_acc);
+  CHECK(compiles_to(nt, x86, o, [&](const UOp& u) { return u.op() == ir::Op::DEFINE_REG && u.dtype().count == lanes; }));
   // Two reductions in one kernel (a fused gate and up projection): half a register of lanes each and
   // a 2x2 block, within the 256 unrolled copies.
   const char* fused = R"(c = DEFINE_GLOBAL:float* {0}
@@ -668,12 +674,7 @@ SINK(END(STORE(INDEX:float*(y, i), REDUCE:float(CAST:float(nib - 8) * LOAD:float
   auto o = codegen::opt::heuristic_opts(ir::parse(q4), x86);
   REQUIRE(!o.empty());
   CHECK(o[0].op == OptOp::LANES);
-  codegen::CompileOptions co;
-  co.opts = o;
-  auto ck = codegen::compile(ir::parse(q4), x86, co);
-  bool int_vector = false;
-  for (const UOp& u : ck->kernel.sink.toposort()) int_vector |= (u.op() == ir::Op::AND || u.op() == ir::Op::SHR) && u.dtype().count > 1;
-  CHECK(int_vector);
+  CHECK(compiles_to(q4, x86, o, [](const UOp& u) { return (u.op() == ir::Op::AND || u.op() == ir::Op::SHR) && u.dtype().count > 1; }));
   std::mt19937_64 rng(4);
   codegen::HostData qd{.slot = 1, .dtype = ir::dtypes::uint8, .bytes = std::vector<uint8_t>(16 * 64)};
   for (auto& v : qd.bytes) v = static_cast<uint8_t>(rng());
