@@ -9,11 +9,15 @@
 #include "hcq/device.h"
 #include "ir/uop.h"
 #include "sys/os.h"
+#include "sys/usb.h"
 
 namespace ugpu::emu {
 class VirtualOs;
 namespace amd {
 class AmCard;
+}
+namespace usb {
+class Asm24Model;
 }
 }  // namespace ugpu::emu
 
@@ -30,7 +34,8 @@ std::vector<DeviceEntry> known_devices();
 std::unique_ptr<hcq::Device> open_device(const std::string& name);
 
 // The device used when none is named: $UGPU_DEVICE, else the first GPU found (/dev/kfd, then
-// /dev/nvidiactl, then an AMD GPU bound to vfio-pci), else the emulated AMD GPU. `why` says how it was chosen, for the user.
+// /dev/nvidiactl, then an AMD GPU bound to vfio-pci), else the emulated AMD GPU; in a build without the
+// Linux drivers, cpu. `why` says how it was chosen, for the user.
 struct DefaultDevice {
   std::string name, why;
 };
@@ -52,6 +57,20 @@ struct EmuAmPci {
   amd::am::AmOptions options;
 };
 EmuAmPci make_emu_am_pci(const std::string& firmware_dir = {});
+// `emu:amd:usb`'s parts: the same card as the endpoint of an emulated PCIe topology behind the
+// emulated ASM24xx bridge (the UsbTransport the driver opens; it keeps the topology alive), the card's
+// DMA reaching the bridge's SRAM and XDATA windows.
+struct EmuAmUsb {
+  std::shared_ptr<emu::VirtualOs> os;  // the firmware files
+  std::shared_ptr<emu::amd::AmCard> card;
+  std::shared_ptr<emu::usb::Asm24Model> bridge;
+  amd::am::AmOptions options;
+};
+EmuAmUsb make_emu_am_usb(const std::string& firmware_dir = {});
+std::unique_ptr<hcq::Device> open_emu_am_usb(EmuAmUsb e);
+// The first ASM24xx bridge with the custom firmware on the USB bus, claimed through libusb (amd:usb);
+// an Error saying what is there instead (nothing, a stock-firmware bridge, no permission).
+std::shared_ptr<sys::UsbTransport> open_usb_bridge();
 
 // Compiles `kernel` for the device's target (through the compile cache) and loads it.
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name);

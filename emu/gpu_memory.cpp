@@ -10,16 +10,21 @@ namespace ugpu::emu {
 std::shared_ptr<Pages> Pages::create(uint64_t size, const char* name) {
   auto p = std::make_shared<Pages>();
   p->size = size;
+#if UGPU_LINUX_DRIVERS
   p->memfd = ::memfd_create(name, MFD_CLOEXEC);
   if (p->memfd < 0) return nullptr;
   void* m = ::ftruncate(p->memfd, static_cast<off_t>(size)) == 0
                 ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, p->memfd, 0)
                 : MAP_FAILED;
+#else
+  (void)name;
+  void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+#endif
   if (m == MAP_FAILED) {
     errno = ENOMEM;
     return nullptr;
   }
-  p->host = static_cast<uint8_t*>(m);
+  p->host = static_cast<uint8_t*>(m), p->owned = true;
   return p;
 }
 
@@ -30,9 +35,8 @@ std::shared_ptr<Pages> Pages::borrow(void* host, uint64_t size) {
 }
 
 Pages::~Pages() {
-  if (memfd < 0) return;
-  if (host) ::munmap(host, size);
-  ::close(memfd);
+  if (owned) ::munmap(host, size);
+  if (memfd >= 0) ::close(memfd);
 }
 
 bool GpuMemory::reserve_vram(uint64_t bytes) {
@@ -70,6 +74,21 @@ size_t GpuMemory::unmap_range(uint64_t base, uint64_t length) {
   std::vector<std::shared_ptr<Pages>> dropped;
   std::unique_lock lock(mu_);
   for (auto m = by_va_.lower_bound(base); m != by_va_.end() && m->first - base < length;) {
+    dropped.push_back(std::move(m->second.pages));
+    m = by_va_.erase(m);
+  }
+  lock.unlock();
+  size_t n = dropped.size();
+  retire(std::move(dropped));
+  return n;
+}
+
+size_t GpuMemory::evict(uint64_t base, uint64_t length) {
+  std::vector<std::shared_ptr<Pages>> dropped;
+  std::unique_lock lock(mu_);
+  auto m = by_va_.lower_bound(base);
+  if (m != by_va_.begin() && std::prev(m)->first + std::prev(m)->second.length > base) m = std::prev(m);
+  while (m != by_va_.end() && m->first < base + length) {
     dropped.push_back(std::move(m->second.pages));
     m = by_va_.erase(m);
   }

@@ -22,9 +22,12 @@ namespace ugpu::emu {
 
 struct Pages {
   uint64_t size = 0;
-  int memfd = -1;           // the backing of created pages; -1 for borrowed ones
+  int memfd = -1;           // the backing of created pages, for device files that map them; else -1
   uint8_t* host = nullptr;  // the model's own view (or the process's pages)
+  bool owned = false;       // made by create(): unmapped when the last user goes
   // `size` bytes of new zeroed pages in a memfd named `name`; nullptr (errno set) when none can be made.
+  // memfds are Linux's: built without the Linux drivers (whose KFD and RM models are the only ones that
+  // map pages through a device file) the pages are anonymous memory, and memfd stays -1.
   static std::shared_ptr<Pages> create(uint64_t size, const char* name);
   // The process's own pages at `host` (userptr, OS descriptors): not owned.
   static std::shared_ptr<Pages> borrow(void* host, uint64_t size);
@@ -48,6 +51,7 @@ class GpuMemory : public Memory {
   bool map(Mapping m);                                 // false: empty, past the pages' end, or overlapping another mapping
   bool unmap(uint64_t va);                             // the mapping that starts at va; false when there is none
   size_t unmap_range(uint64_t base, uint64_t length);  // every mapping that starts inside; how many
+  size_t evict(uint64_t base, uint64_t length);        // every mapping that overlaps; how many
   size_t mappings() const;
 
   std::optional<Span> translate(uint64_t address, uint64_t size, Access access) override;

@@ -36,11 +36,13 @@ Device::Device(std::string name) : name_(std::move(name)), pool_(SignalPool::cre
 
 Device::~Device() { close_memory(); }
 
-void Device::use_signal_memory(std::function<Buffer(size_t)> page) {
-  pool_ = SignalPool::create([page = std::move(page)] {
-    Buffer b = page(4096);
-    return SignalPool::Page{b.host, b.owner, b.va};
-  });
+void Device::use_signal_memory(std::function<Buffer(size_t)> page, std::function<void(const void*, size_t)> wrote) {
+  pool_ = SignalPool::create(
+      [page = std::move(page)] {
+        Buffer b = page(4096);
+        return SignalPool::Page{b.host, b.owner, b.va};
+      },
+      std::move(wrote));
   timeline_ = pool_->make(0);
   shadow_ = pool_->make(0);
   timeline_cur_ = timeline_.get();
@@ -206,15 +208,20 @@ void Device::copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset) 
   }
 }
 
+void Device::clear(const Buffer& b) {
+  static const std::vector<uint8_t> zeros(1 << 20);
+  for (size_t done = 0; done < b.size; done += zeros.size()) copy_in(b, done, std::span(zeros).first(std::min(zeros.size(), b.size - done)));
+}
+
 Kernargs Device::alloc_kernargs(size_t bytes) {
   std::lock_guard lock(kernarg_mu_);
   if (!kernarg_ring_) {
-    kernarg_mem_ = alloc(kernarg_ring_size_);
+    kernarg_mem_ = alloc_argument_memory(kernarg_ring_size_);
     KernargRing::Hooks h;
     h.consumed = [this](uint64_t p) { return consumed(p); };
     h.wait = [this](uint64_t p) { wait_consumed(p); };
     h.overflow = [this](size_t n) {
-      Buffer b = alloc(n);
+      Buffer b = alloc_argument_memory(n);
       return Kernargs{static_cast<uint64_t*>(b.host), b.va, n, b.owner};
     };
     kernarg_ring_ = std::make_unique<KernargRing>(static_cast<uint64_t*>(kernarg_mem_.host), kernarg_mem_.va, kernarg_ring_size_, h);

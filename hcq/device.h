@@ -158,8 +158,9 @@ class Device {
   Buffer alloc_host(size_t bytes) { return alloc_staging(bytes); }
   // Copies between host memory and a buffer in chunks through staging buffers (any size, any
   // alignment); ranges outside the buffer are refused.
-  void copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src);
-  void copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset);
+  // A driver whose copies take another path (the USB bridge's windows) overrides both.
+  virtual void copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src);
+  virtual void copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset);
 
   bool failed() const;
   std::string error() const;
@@ -184,11 +185,21 @@ class Device {
   // the ring up to `position`.
   void keep_until(uint64_t position, std::shared_ptr<void> what);
   virtual std::shared_ptr<uint32_t[]> command_memory(size_t dwords) = 0;  // device memory for bind()
+  // The host wrote [host, host + bytes) of device memory through its host pointer (argument blocks,
+  // bound commands, signals). A driver whose host pointers are copies of the memory (the GPU behind
+  // the USB bridge, which the host cannot map) sends the bytes on; for the others it is a no-op.
+  virtual void host_wrote(const void* /*host*/, size_t /*bytes*/) {}
+
  protected:
   virtual Buffer alloc_memory(size_t bytes) = 0;  // the driver's mapping: zeroed, 4 KiB aligned at least
   // Memory for the staging buffers of copy_in/copy_out: by default device memory from alloc(); a GPU
   // driver gives host memory the GPU can reach (system RAM is where the copy engine reads fastest).
   virtual Buffer alloc_staging(size_t bytes) { return alloc(bytes); }
+  // Memory for kernel arguments, which the host writes through `host`: by default device memory.
+  virtual Buffer alloc_argument_memory(size_t bytes) { return alloc(bytes); }
+  // Zeroes memory the host cannot reach (host null) before alloc() hands it out; by default with
+  // copy_in.
+  virtual void clear(const Buffer& b);
   size_t heap_chunk_ = 64 << 20, heap_block_max_ = 4 << 20, cache_limit_ = 256 << 20;
   virtual void sleep_for_progress(std::chrono::microseconds max);  // default: a short sleep
   // Marks the device failed (the first reason sticks) and calls on_fail(), where a driver stops
@@ -199,7 +210,8 @@ class Device {
   virtual bool recover_queues() { return false; }
   // Signals live in memory from `page(4096)` (memory the device can write) instead of host memory.
   // A driver calls it in its constructor, before handing out any signal.
-  void use_signal_memory(std::function<Buffer(size_t)> page);
+  // `wrote`: told of every host write to a signal (see host_wrote).
+  void use_signal_memory(std::function<Buffer(size_t)> page, std::function<void(const void*, size_t)> wrote = {});
   size_t staging_size_ = 2 << 20;
   int staging_count_ = 4;
 
@@ -209,7 +221,8 @@ class Device {
     Buffer buf;
     uint64_t done_at = 0;  // timeline value after which it is free
   };
-  void make_staging();  // on first use, so a device that never copies allocates none
+  void make_staging();               // on first use, so a device that never copies allocates none
+  Buffer take_memory(size_t bytes);  // alloc() but for zeroing memory the host does not reach
   friend class HWQueue;
   struct PendingProfile {
     uint64_t position;

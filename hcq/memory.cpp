@@ -65,6 +65,12 @@ struct Device::MemoryState {
 };
 
 Buffer Device::alloc(size_t bytes) {
+  Buffer b = take_memory(bytes);
+  if (!b.host && b.size) clear(b);  // memory the host reaches is zeroed in take_memory
+  return b;
+}
+
+Buffer Device::take_memory(size_t bytes) {
   check_usable();
   std::shared_ptr<MemoryState> st = mem_;
   std::unique_lock lock(st->mu);

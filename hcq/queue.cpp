@@ -83,6 +83,7 @@ void HWQueue::bind() {
   bound_mem_ = mem;
   bound_ = mem.get();
   size_ = cmds_.size();
+  flushed_ = false;
 }
 
 void HWQueue::submit(std::span<const uint64_t> vars) {
@@ -103,8 +104,14 @@ void HWQueue::submit(std::span<const uint64_t> vars) {
     uint32_t* where = p.mem ? p.mem : (bound_ ? bound_ : cmds_.data()) + p.at;
     where[0] = static_cast<uint32_t>(v >> p.shift);
     if (p.dwords == 2) where[1] = static_cast<uint32_t>(v >> 32);
+    if (flushed_ && (p.mem || bound_)) dev_.host_wrote(where, p.dwords * 4u);
     p.last = v, p.written = true;
     ++patch_writes_;
+  }
+  if (!flushed_) {  // the device memory this queue wrote (argument blocks, the bound commands), once
+    for (const Kernargs& k : kernargs_) dev_.host_wrote(k.host, k.bytes);
+    if (bound_) dev_.host_wrote(bound_, size_ * 4);
+    flushed_ = true;
   }
   last_submit_ = dev_.submit_commands(*this);
   if (!timed_.empty()) dev_.add_pending_profile(last_submit_, timed_);

@@ -104,6 +104,7 @@ class HWQueue {
   std::vector<std::shared_ptr<const Program>> programs_;  // kept alive while this queue may run them
   std::vector<TimedCommand> timed_;
   std::shared_ptr<void> bound_mem_;
+  bool flushed_ = false;  // host_wrote() has seen the argument blocks and bound commands
   size_t size_ = 0;
   size_t patch_writes_ = 0;
   uint64_t last_submit_ = 0;  // ring position of the previous submission (0: none)

@@ -8,6 +8,11 @@ Signal::~Signal() {
   if (pool_) pool_->release(slot_);
 }
 
+void Signal::set(uint64_t v) {
+  slot_->value.store(v, std::memory_order_release);
+  if (pool_ && pool_->wrote_) pool_->wrote_(&slot_->value, sizeof(uint64_t));
+}
+
 SignalRef SignalPool::make(uint64_t initial) {
   SignalSlot* s;
   int64_t delta;
@@ -35,6 +40,7 @@ SignalRef SignalPool::make(uint64_t initial) {
   }
   s->value.store(initial, std::memory_order_release);
   s->timestamp.store(0, std::memory_order_release);
+  if (wrote_) wrote_(s, sizeof(SignalSlot));
   return std::make_shared<Signal>(s, shared_from_this(), delta);
 }
 

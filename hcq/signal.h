@@ -37,7 +37,7 @@ class Signal {
 
   uint64_t value() const { return slot_->value.load(std::memory_order_acquire); }
   uint64_t timestamp() const { return slot_->timestamp.load(std::memory_order_acquire); }
-  void set(uint64_t v) { slot_->value.store(v, std::memory_order_release); }  // from the host
+  void set(uint64_t v);  // from the host
   // The device's address of the slot: the host's, unless the memory sits elsewhere for the device
   // (a driver that cannot place the host mapping at the device address).
   uint64_t address() const { return reinterpret_cast<uint64_t>(slot_) + static_cast<uint64_t>(delta_); }
@@ -61,15 +61,20 @@ class SignalPool : public std::enable_shared_from_this<SignalPool> {
     uint64_t device = 0;
   };
   using PageSource = std::function<Page()>;
-  static std::shared_ptr<SignalPool> create(PageSource page = {}) { return std::shared_ptr<SignalPool>(new SignalPool(std::move(page))); }
+  // `wrote`: called after each host write to a slot (the value), for memory whose host view is a copy.
+  using WriteHook = std::function<void(const void*, size_t)>;
+  static std::shared_ptr<SignalPool> create(PageSource page = {}, WriteHook wrote = {}) {
+    return std::shared_ptr<SignalPool>(new SignalPool(std::move(page), std::move(wrote)));
+  }
   SignalRef make(uint64_t initial = 0);
   size_t free_slots() const;
 
  private:
   friend class Signal;
-  explicit SignalPool(PageSource page) : page_(std::move(page)) {}
+  SignalPool(PageSource page, WriteHook wrote) : page_(std::move(page)), wrote_(std::move(wrote)) {}
   void release(SignalSlot* s);
   PageSource page_;
+  WriteHook wrote_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<void>> pages_;
   std::vector<std::pair<uintptr_t, int64_t>> deltas_;  // page host address -> device delta (pages that have one)

@@ -2,16 +2,27 @@
 // XDATA, PCIe power and link, single TLPs (configuration space, with completion status and retries),
 // streamed memory reads and writes (a BAR's contents), and the SRAM DMA engine (the bridge memory a
 // GPU behind it uses as system memory). Request layouts: hw/usb/asm24.h. The PciDevice over the bridge
-// (enumeration, BARs as Mmio) builds on this. Not thread-safe: one request at a time.
+// (enumeration, BARs as Mmio) builds on this. Thread-safe: each call's requests go out together.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sys/usb.h"
 
 namespace ugpu::sys {
+
+// Which bridge to open among the devices on the bus (vendor:product pairs, LibusbTransport::present()):
+// the first with the custom firmware's IDs; else an Error saying what is there instead — nothing, or a
+// bridge still running ASMedia's stock firmware.
+std::pair<uint16_t, uint16_t> pick_asm24(const std::vector<std::pair<uint16_t, uint16_t>>& present);
+// An Error unless `product` (the iProduct string) is the custom firmware's.
+void check_asm24_product(const std::string& name, const std::string& product);
 
 class Asm24Bridge {
  public:
@@ -38,7 +49,20 @@ class Asm24Bridge {
   // GPU writes its release word; sram_read_armed waits for it).
   void sram_write(uint32_t first_slot, std::span<const uint8_t> data);
   void sram_arm_read(size_t bytes);
+  // Arms a read and then writes one XDATA byte (what tells the GPU to fill the SRAM), the two
+  // requests queued together: one round trip.
+  void sram_arm_read_then_poke(size_t bytes, uint16_t xdata, uint8_t value);
   void sram_read_armed(std::span<uint8_t> out, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // sram_write without waiting, so writes pipeline: `sectors` (whole 512-byte sectors) must stay
+  // untouched until wait(). Nothing else may use the bulk OUT endpoint meanwhile: hold() the bridge.
+  struct Pending {
+    UsbTransport::Transfer request = 0, data = 0;
+  };
+  Pending sram_write_async(uint32_t first_slot, std::span<const uint8_t> sectors);
+  void wait(const Pending& p);
+  // The bridge for this thread alone until the lock goes: a sequence no other request may come
+  // between (queued SRAM writes; an armed SRAM read and its bulk IN).
+  std::unique_lock<std::recursive_mutex> hold() { return std::unique_lock(mu_); }
 
   uint64_t requests() const { return requests_; }  // control transfers so far (a measure of round trips)
 
@@ -46,7 +70,8 @@ class Asm24Bridge {
   uint32_t single(uint8_t fmt_type, uint64_t address, int size, uint32_t value, const char* what);
   void control_out(uint8_t request, uint16_t value, uint16_t index, std::span<uint8_t> data, std::chrono::milliseconds timeout);
   UsbTransport& usb_;
-  uint64_t requests_ = 0;
+  std::recursive_mutex mu_;
+  std::atomic<uint64_t> requests_{0};
 };
 
 }  // namespace ugpu::sys

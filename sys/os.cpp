@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -153,12 +152,6 @@ std::string PosixOs::readlink(const std::string& path) {
 int PosixOs::flock(int fd, int operation) {
   int r = retry([&] { return ::flock(fd, operation); });
   return r < 0 ? -errno : 0;
-}
-
-int PosixOs::eventfd(unsigned initial, int flags) {
-  int fd = ::eventfd(initial, flags | EFD_CLOEXEC);
-  if (fd < 0) throw_os_error(errno, "eventfd");
-  return fd;
 }
 
 Os& posix_os() {

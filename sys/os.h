@@ -60,6 +60,8 @@ class Os {
   // Follows symlinks: a dangling link does not exist.
   virtual bool exists(const std::string& path) = 0;
   virtual std::string readlink(const std::string& path) = 0;
+  // flags: EFD_NONBLOCK (= O_NONBLOCK). PosixOs has it only on Linux: built without the Linux drivers it
+  // throws ENOSYS.
   virtual int eventfd(unsigned initial, int flags) = 0;
   // An advisory whole-file lock (LOCK_EX / LOCK_SH, | LOCK_NB; LOCK_UN), released with the fd.
   // Returns 0 or -errno (EWOULDBLOCK when LOCK_NB and another open file holds it), as ioctl does.

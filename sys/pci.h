@@ -11,6 +11,8 @@
 //    no-IOMMU mode (group node /dev/vfio/noiommu-N; root) DMA memory is pinned and addressed physically,
 //    as on the sysfs path.
 // The Os must outlive the device and every DmaBuffer it handed out. Methods are thread-safe.
+// Both are Linux-only (pci_linux.cpp): a build with -Dlinux_drivers=disabled has neither, and there
+// open_pci_device says so; the bus listing below is portable and finds nothing without sysfs.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -70,6 +72,10 @@ struct PciInfo {
 std::vector<PciInfo> list_pci_devices(Os& os, std::optional<uint16_t> vendor = {});
 // "03:00.0" -> "0000:03:00.0"; anything not of the form [dddd:]bb:dd.f throws Error.
 std::string normalize_pci_address(std::string_view address);
+// /sys/bus/pci/devices/<address>, and the number in one of its attributes ("0x1002\n"; an Error naming
+// `file` when it holds none).
+std::string pci_sysfs_dir(const std::string& address);
+uint64_t parse_sysfs_hex(std::string_view text, const std::string& file);
 // vfio when the device is bound to vfio-pci, sysfs when it has no driver; a device bound to another
 // kernel driver is an Error saying which and how to unbind it.
 std::unique_ptr<PciDevice> open_pci_device(Os& os, std::string_view address);

@@ -47,21 +47,24 @@ int decode_kernel(const std::string& name, const std::string& device) {
   q->wait(dev->timeline(), v - 1).memory_barrier().exec(*prog, args).signal(dev->timeline(), v);
   q->submit();
   dev->synchronize();
-  if (dev->target().rfind("sm_", 0) == 0) {
-    nv::PushSnapshot push = nv::last_submission(*dev, false);
-    std::printf("# %s on %s: the compute channel's pushbuffer (%zu dwords)\n", name.c_str(), dev->name().c_str(), push.words.size());
-    std::fputs(hw::nv::describe_pushbuffer(push.words, hw::nv::kUgpuSubchannels).c_str(), stdout);
-    const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(push.qmd_major);
-    for (const auto& qmd : push.qmds) std::printf("  %s\n", hw::nv::describe_qmd(layout, qmd).c_str());
-    auto cq = dev->copy_queue();
-    uint64_t w = dev->next_timeline();
-    cq->wait(dev->timeline(), w - 1).copy(bufs[0].va, bufs.back().va + 4096, 4096).signal(dev->timeline(), w);
-    cq->submit();
-    dev->synchronize();
-    nv::PushSnapshot copy = nv::last_submission(*dev, true);
-    std::printf("\n# a 4 KiB copy on the copy channel (%zu dwords)\n", copy.words.size());
-    std::fputs(hw::nv::describe_pushbuffer(copy.words, hw::nv::kUgpuSubchannels).c_str(), stdout);
-    return 0;
+  // NVIDIA's devices (nv, emu:nv) come with the Linux drivers: a build without them has no NV driver to ask.
+  if constexpr (UGPU_LINUX_DRIVERS) {
+    if (dev->target().rfind("sm_", 0) == 0) {
+      nv::PushSnapshot push = nv::last_submission(*dev, false);
+      std::printf("# %s on %s: the compute channel's pushbuffer (%zu dwords)\n", name.c_str(), dev->name().c_str(), push.words.size());
+      std::fputs(hw::nv::describe_pushbuffer(push.words, hw::nv::kUgpuSubchannels).c_str(), stdout);
+      const hw::nv::QmdLayout& layout = hw::nv::qmd_layout(push.qmd_major);
+      for (const auto& qmd : push.qmds) std::printf("  %s\n", hw::nv::describe_qmd(layout, qmd).c_str());
+      auto cq = dev->copy_queue();
+      uint64_t w = dev->next_timeline();
+      cq->wait(dev->timeline(), w - 1).copy(bufs[0].va, bufs.back().va + 4096, 4096).signal(dev->timeline(), w);
+      cq->submit();
+      dev->synchronize();
+      nv::PushSnapshot copy = nv::last_submission(*dev, true);
+      std::printf("\n# a 4 KiB copy on the copy channel (%zu dwords)\n", copy.words.size());
+      std::fputs(hw::nv::describe_pushbuffer(copy.words, hw::nv::kUgpuSubchannels).c_str(), stdout);
+      return 0;
+    }
   }
   amd::RingSnapshot pm4 = amd::last_submission(*dev, false);
   std::printf("# %s on %s: the compute queue's submission (PM4, %zu dwords)\n", name.c_str(), dev->name().c_str(), pm4.words.size());

@@ -37,7 +37,7 @@ constexpr const char* kUsage =
     "  decode [--sdma | --regs] FILE|- | --kernel NAME [--device D]\n"
     "                         print PM4/SDMA command packets readably: a hex dump, or what the AMD\n"
     "                         driver submits for a built-in kernel (`ugpu decode --help`)\n"
-    "  bringup [--device amd:pci|emu:amd:pci] [--trace FILE] [--reset]\n"
+    "  bringup [--device amd:pci|emu:amd:pci|amd:usb|emu:amd:usb] [--trace FILE] [--reset]\n"
     "                         boot an AMD GPU with no kernel driver step by step (IP discovery, PSP,\n"
     "                         SMU, GMC, IH, MEC, SDMA) with each step's time; --trace logs every register\n"
     "                         access (`ugpu decode --regs FILE`)\n"

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "drivers/amd/internal.h"
+#include "sys/usb.h"
 
 namespace ugpu::amd {
 using Kind = AmdInterface::MemoryKind;
@@ -26,7 +27,7 @@ AmdDevice::AmdDevice(std::unique_ptr<AmdInterface> way_in, const AmdOptions& o) 
     regs_ = &hw::amd::compute_registers(f.gfx_target_version);
   } catch (const Error& e) { throw Error(o.name + ": " + f.arch + ": " + e.what()); }
   interrupt_ = way_in_->interrupt();
-  use_signal_memory([this](size_t n) { return buffer(n, Kind::Uncached); });
+  use_signal_memory([this](size_t n) { return buffer(n, Kind::Signals); }, [this](const void* p, size_t n) { host_wrote(p, n); });
   compute_ = create_ring(false, o.compute_ring_bytes);
   sdma_ = create_ring(true, o.sdma_ring_bytes);
   info_.kind = o.kind;
@@ -36,17 +37,33 @@ AmdDevice::AmdDevice(std::unique_ptr<AmdInterface> way_in, const AmdOptions& o) 
 }
 
 hcq::Buffer AmdDevice::buffer(uint64_t bytes, Kind kind) {
-  auto m = way_in_->alloc(bytes, kind);
+  std::shared_ptr<AmdInterface::Memory> m;
+  try {
+    m = way_in_->alloc(bytes, kind);
+  } catch (const sys::UsbError& e) {  // the bridge is gone (other errors, as running out of memory, are the caller's)
+    lost(e);
+  }
   hcq::Buffer b;
   b.va = m->va, b.size = bytes, b.host = m->host, b.owner = m;
   return b;
+}
+
+void AmdDevice::lost(const Error& e) {
+  fail(e.what());
+  throw hcq::DeviceError(name() + ": " + e.what());
+}
+
+void AmdDevice::host_wrote(const void* host, size_t bytes) {
+  try {
+    way_in_->flush(host, bytes);
+  } catch (const sys::UsbError& e) { lost(e); }
 }
 
 std::unique_ptr<Ring> AmdDevice::create_ring(bool sdma, size_t bytes) {
   auto r = std::make_unique<Ring>();
   r->sdma = sdma;
   r->ring = way_in_->alloc(bytes, Kind::Uncached);
-  r->gart = way_in_->alloc(4096, Kind::Uncached);
+  r->gart = way_in_->alloc(4096, Kind::Signals);
   r->words = static_cast<uint32_t*>(r->ring->host);
   r->dwords = bytes / 4;
   r->wptr = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(r->gart->host) + 56);
@@ -60,6 +77,7 @@ void AmdDevice::start_queue(Ring& r) {
   r.base = r.written;
   *r.wptr = 0;
   *r.rptr = 0;
+  way_in_->flush(r.gart->host, r.gart->size);
   AmdInterface::Queue q = way_in_->create_queue({r.sdma, r.ring.get(), r.gart->va + 56, r.gart->va + 128});
   r.queue_id = q.id;
   r.doorbell = std::move(q.doorbell);
@@ -84,9 +102,15 @@ AmdDevice::~AmdDevice() {
 
 hcq::Buffer AmdDevice::alloc_memory(size_t bytes) { return buffer(bytes, Kind::Vram); }
 hcq::Buffer AmdDevice::alloc_staging(size_t bytes) { return buffer(bytes, Kind::Userptr); }
+// Device memory where the host maps it; where it cannot (USB), uncached memory, whose host copy is
+// flushed (AmdInterface::Memory).
+hcq::Buffer AmdDevice::host_written(uint64_t bytes) { return way_in_->facts().host_copies ? buffer(bytes, Kind::Uncached) : alloc(bytes); }
+hcq::Buffer AmdDevice::alloc_argument_memory(size_t bytes) { return host_written(bytes); }
 
 std::shared_ptr<uint32_t[]> AmdDevice::command_memory(size_t dwords) {
-  hcq::Buffer b = alloc(std::max<size_t>(dwords, 1) * 4);
+  hcq::Buffer b = host_written(std::max<size_t>(dwords, 1) * 4);
+  if (b.va != reinterpret_cast<uint64_t>(b.host))
+    throw Error(name() + ": bound queues need commands at the same address for host and GPU, which " + facts().interface + " does not give");
   return std::shared_ptr<uint32_t[]>(b.owner, static_cast<uint32_t*>(b.host));
 }
 
@@ -108,6 +132,7 @@ uint64_t AmdDevice::submit_commands(hcq::HWQueue& hq) {
                 "-dword ring; bind() it so a submit is one indirect packet");
   auto deadline = std::chrono::steady_clock::now() + default_timeout();
   uint64_t seen = r.read();
+  std::string lost_why;
   for (bool waited = false;; waited = true) {
     {
       std::lock_guard lock(r.mu);
@@ -132,13 +157,25 @@ uint64_t AmdDevice::submit_commands(hcq::HWQueue& hq) {
         r.last_at = written, r.last_len = n;
         put(cmds);
         put(tail);
+        const uint64_t from = r.written;
         r.written = written;
         if (q.kernels) r.kernels.add(end, q.kernels, r.done());
         uint64_t wptr = (written - r.base) * (r.sdma ? 4 : 1);  // the hardware counts from its start
         __atomic_store_n(r.wptr, wptr, __ATOMIC_RELEASE);
-        r.doorbell->ring(wptr);
-        return (r.sdma ? uint64_t{1} << 56 : 0) | end;
+        try {
+          for (uint64_t at = from; at < written;) {  // a no-op where the host writes the ring itself
+            uint64_t k = std::min<uint64_t>(written - at, r.dwords - r.offset(at));
+            way_in_->flush(r.words + r.offset(at), k * 4);
+            at += k;
+          }
+          way_in_->flush(r.wptr, sizeof *r.wptr);
+          r.doorbell->ring(wptr);
+          return (r.sdma ? uint64_t{1} << 56 : 0) | end;
+        } catch (const Error& e) {  // the way in failed (the USB bridge gone): nothing more can run
+          lost_why = e.what();
+        }
       }
+      if (!lost_why.empty()) lost(Error(lost_why));
       if (!waited) ++r.waits;
     }
     // Back-pressure: the ring is full; wait (without the lock) for the engine to read further.
@@ -161,8 +198,13 @@ bool AmdDevice::consumed(uint64_t position) const {
 
 void AmdDevice::sleep_for_progress(std::chrono::microseconds max) {
   if (!queues_live_) return Device::sleep_for_progress(max);
-  if (auto fault = way_in_->wait_for_progress(max))
-    fail(fault->what + " while running " + work_in_flight() + (fault->hint.empty() ? "" : "; " + fault->hint));
+  std::optional<AmdInterface::Fault> fault;
+  try {
+    fault = way_in_->wait_for_progress(max);
+  } catch (const Error& e) {  // the way in failed (the USB bridge gone): a waiter learns it from the error state
+    fault = AmdInterface::Fault{e.what(), ""};
+  }
+  if (fault) fail(fault->what + " while running " + work_in_flight() + (fault->hint.empty() ? "" : "; " + fault->hint));
 }
 
 void AmdDevice::check_exceptions() { sleep_for_progress(std::chrono::microseconds(0)); }

@@ -70,6 +70,12 @@ class AmdQueue : public hcq::HWQueue {
   // finished submission (`position` low 32 bits to `address`), appended to `out`.
   virtual void indirect(std::vector<uint32_t>& out, uint64_t va, size_t dwords) const = 0;
   virtual void retire(std::vector<uint32_t>& out, uint64_t address, uint32_t position) const = 0;
+  // The USB bridge's copies (bridge_copy.cpp), SDMA only: wait until the 32-bit word at `va` equals
+  // `value`; write a 32-bit value to `va`.
+  virtual void poll_equal_masked(uint64_t va, uint32_t value, uint32_t mask) = 0;
+  void poll_equal(uint64_t va, uint32_t value) { poll_equal_masked(va, value, 0xffffffff); }
+  virtual void write32(uint64_t va, uint32_t value) = 0;
+  void copy_untimed(uint64_t dst, uint64_t src, uint64_t bytes) { emit_copy(dst, src, bytes); }  // driver traffic, not profiled
 };
 std::unique_ptr<AmdQueue> make_pm4_queue(AmdDevice& dev);
 std::unique_ptr<AmdQueue> make_sdma_queue(AmdDevice& dev);
@@ -93,6 +99,13 @@ class AmdDevice : public hcq::Device {
   std::string work_in_flight() override;
   uint64_t ring_waits() const override;
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
+  void host_wrote(const void* host, size_t bytes) override;
+  // Through the USB bridge's SRAM windows where the way in has them (bridge_copy.cpp), else staging buffers.
+  void copy_in(const hcq::Buffer& dst, size_t offset, std::span<const uint8_t> src) override;
+  void copy_out(std::span<uint8_t> dst, const hcq::Buffer& src, size_t offset) override;
+  // Fresh memory (no queued work uses it): the host's bytes, or zeros, at once and outside the timeline.
+  void upload(const hcq::Buffer& dst, std::span<const uint8_t> bytes);
+  const AmdInterface::Facts& facts() const { return way_in_->facts(); }
 
   // Used by queues and programs.
   const hw::amd::IpBases& bases() const { return way_in_->facts().bases; }
@@ -111,6 +124,8 @@ class AmdDevice : public hcq::Device {
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override;
   hcq::Buffer alloc_staging(size_t bytes) override;  // the process's own pages, mapped for the GPU
+  hcq::Buffer alloc_argument_memory(size_t bytes) override;
+  void clear(const hcq::Buffer& b) override;
   void sleep_for_progress(std::chrono::microseconds max) override;
   void on_fail() override;
 
@@ -118,7 +133,15 @@ class AmdDevice : public hcq::Device {
   std::unique_ptr<Ring> create_ring(bool sdma, size_t bytes);
   void start_queue(Ring& r);  // the hardware queue on r's ring, its pointers from r.written
   hcq::Buffer buffer(uint64_t bytes, AmdInterface::MemoryKind kind);
-  void check_exceptions();  // turns a reported fault into fail()
+  hcq::Buffer host_written(uint64_t bytes);  // memory the host writes and the GPU reads: commands, arguments
+  // `ordered`: after the work before it on the timeline, which it signals (a user's copy, profiled);
+  // else on a signal of its own (the driver's: fresh memory that no queued work uses).
+  void bridge_copy_in(AmdInterface::BridgeMemory& b, uint64_t dst, std::span<const uint8_t> src, bool ordered);
+  void bridge_copy_out(AmdInterface::BridgeMemory& b, std::span<uint8_t> dst, uint64_t src);
+  void bridge_sync(AmdInterface::BridgeMemory& b);  // bridge_mu_ held
+  [[noreturn]] void bridge_failed(const Error& e);  // marks the device failed, throws
+  void check_exceptions();                          // turns a reported fault into fail()
+  [[noreturn]] void lost(const Error& e);           // the way in is gone (the USB bridge): fail, throw DeviceError
 
   std::unique_ptr<AmdInterface> way_in_;
   const hw::amd::ComputeRegisters* regs_ = nullptr;
@@ -130,6 +153,14 @@ class AmdDevice : public hcq::Device {
   std::vector<hcq::Buffer> old_scratch_;
   uint32_t scratch_wave_bytes_ = 0;
   std::atomic<bool> queues_live_{true};
+  // The bridge copies: one at a time; chunks counted across copies (the drain fence counts them); what
+  // the host knows the bridge SRAM holds (it wrote or read all of it), to pick sentinels stale data cannot match.
+  std::mutex bridge_mu_;
+  uint32_t bridge_chunks_ = 0;
+  uint8_t bridge_go_ = 0;       // the copy-out token last set
+  hcq::SignalRef bridge_done_;  // the unordered copies' progress
+  uint64_t bridge_done_value_ = 0;
+  std::vector<uint8_t> sram_;
 };
 
 }  // namespace ugpu::amd

@@ -16,7 +16,7 @@ AmdProgram::AmdProgram(AmdDevice& dev, std::shared_ptr<const codegen::CompiledKe
   info = codegen::read_amd_kernel(img, name);
   entry = code.va + info.entry_offset;
   if (entry % 256) throw Error(what + ": its first instruction is not 256-byte aligned");
-  std::memcpy(code.host, img.bytes.data(), img.bytes.size());
+  dev.upload(code, img.bytes);
   dev.invalidate_code();  // the HDP flush makes the copy visible; the instruction cache forgets old code here
 
   namespace cp = hw::amd::code_props;

@@ -67,6 +67,8 @@ class Pm4Queue final : public AmdQueueBase {
     p.set(pm4::ReleaseMem::data, position);
     out.insert(out.end(), p.dw.begin(), p.dw.end());
   }
+  void poll_equal_masked(uint64_t, uint32_t, uint32_t) override { throw Error("the bridge copy protocol runs on the SDMA queue"); }
+  void write32(uint64_t, uint32_t) override { throw Error("the bridge copy protocol runs on the SDMA queue"); }
 
  protected:
   // An end-of-pipe release: after all earlier work, caches written back, then the data.
@@ -216,6 +218,18 @@ class SdmaQueue final : public AmdQueueBase {
     Packet<sdma::Fence> p;
     p.set(sdma::Fence::mtype, 3).set(sdma::Fence::addr, address).set(sdma::Fence::data, position);
     out.insert(out.end(), p.dw.begin(), p.dw.end());
+  }
+  void poll_equal_masked(uint64_t va, uint32_t value, uint32_t mask) override {
+    Packet<sdma::PollRegmem> p;
+    p.set(sdma::PollRegmem::func, pm4::kEqual).set(sdma::PollRegmem::mem_poll, 1).set(sdma::PollRegmem::mask, mask);
+    p.set(sdma::PollRegmem::interval, 4).set(sdma::PollRegmem::retry_count, 0xfff);
+    p.set(sdma::PollRegmem::addr, va).set(sdma::PollRegmem::value, value);
+    emit(p);
+  }
+  void write32(uint64_t va, uint32_t value) override {
+    Packet<sdma::Fence> p;
+    p.set(sdma::Fence::mtype, 3).set(sdma::Fence::addr, va).set(sdma::Fence::data, value);
+    emit(p);
   }
 
  protected:

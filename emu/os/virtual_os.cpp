@@ -1,13 +1,20 @@
 #include "emu/os/virtual_os.h"
 
 #include <fcntl.h>
-#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+
+// Linux's mmap flags that VirtualOs honours; where the host has none (macOS), no caller can pass them.
+#ifndef MAP_HUGETLB
+#define MAP_HUGETLB 0
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0
+#endif
 
 namespace ugpu::emu {
 using sys::throw_os_error;
@@ -25,7 +32,8 @@ std::vector<std::string> split(std::string_view p) {
   return out;
 }
 
-// eventfd: a counter; a write adds, a read takes the whole count (blocking at 0 unless EFD_NONBLOCK).
+// eventfd: a counter; a write adds, a read takes the whole count (blocking at 0 unless EFD_NONBLOCK,
+// which is O_NONBLOCK: no <sys/eventfd.h>, which only Linux has).
 class EventFile : public VirtualFile {
  public:
   EventFile(uint64_t v, bool nonblock) : count_(v), nonblock_(nonblock) {}
@@ -274,20 +282,23 @@ int VirtualOs::ioctl(int fd, unsigned long request, void* arg) {
 
 void* VirtualOs::mmap(void* addr, size_t len, int prot, int flags, int fd, uint64_t offset) {
   std::string what = "mmap of " + std::to_string(len) + " bytes at offset " + std::to_string(offset) + " of ";
-  if (!len || ((flags & MAP_FIXED) && (flags & MAP_ANONYMOUS)) || offset % kPage)
-    throw_os_error(EINVAL, what + (fd < 0 ? "anonymous memory" : fd_path(fd)));
+  if (!len || offset % kPage) throw_os_error(EINVAL, what + (fd < 0 ? "anonymous memory" : fd_path(fd)));
+  // MAP_FIXED only over a range this VirtualOs mapped (the caller's reservation): anything else would
+  // clobber memory of the process that the seam knows nothing about.
+  auto check_fixed = [&](const std::string& target) {
+    if (!(flags & MAP_FIXED)) return;
+    std::lock_guard lock(mu_);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    bool inside = false;
+    for (const auto& [start, map] : maps_)  // not only the nearest: the reservation may hold fixed maps of its own
+      inside = inside || (a >= start && a + len <= start + map.len);
+    if (!inside) throw_os_error(EINVAL, what + target, "VirtualOs allows MAP_FIXED only inside a range it mapped (reserve it first)");
+  };
   void* p = nullptr;
   Map m{len, false, nullptr};
   if (!(flags & MAP_ANONYMOUS)) {
     auto f = file(fd, "mmap");
-    if (flags & MAP_FIXED) {
-      // Only over a range this VirtualOs mapped (the caller's reservation): anything else would
-      // clobber memory of the process that the seam knows nothing about.
-      std::lock_guard lock(mu_);
-      auto it = maps_.upper_bound(reinterpret_cast<uintptr_t>(addr));
-      if (it == maps_.begin() || reinterpret_cast<uintptr_t>(addr) + len > std::prev(it)->first + std::prev(it)->second.len)
-        throw_os_error(EINVAL, what + f->path, "VirtualOs allows MAP_FIXED only inside a range it mapped (reserve it first)");
-    }
+    check_fixed(f->path);
     if (f->dev && (p = f->dev->map_pages(addr, offset, len, prot, flags))) {
       m.anonymous = true;
       m.keep = f->dev;
@@ -300,7 +311,8 @@ void* VirtualOs::mmap(void* addr, size_t len, int prot, int flags, int fd, uint6
   if (flags & MAP_ANONYMOUS) {
     if (flags & MAP_HUGETLB) throw_os_error(ENOMEM, what + "anonymous memory", "VirtualOs has no hugepages");
     // MAP_FIXED_NOREPLACE never clobbers: it gives exactly `addr` or fails with EEXIST.
-    p = ::mmap(addr, len, prot, (flags & (MAP_SHARED | MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED_NOREPLACE)) | MAP_ANONYMOUS, -1, 0);
+    check_fixed("anonymous memory");
+    p = ::mmap(addr, len, prot, (flags & (MAP_SHARED | MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED_NOREPLACE | MAP_FIXED)) | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw_os_error(errno, what + "anonymous memory");
     m.anonymous = true;
   } else {
@@ -333,8 +345,11 @@ void VirtualOs::munmap(void* addr, size_t) {
   std::lock_guard lock(mu_);
   auto it = maps_.find(reinterpret_cast<uintptr_t>(addr));
   if (it == maps_.end()) return;
-  if (it->second.anonymous) ::munmap(addr, it->second.len);
+  const size_t len = it->second.len;
+  if (it->second.anonymous) ::munmap(addr, len);
   maps_.erase(it);
+  // Fixed maps inside it went with it.
+  maps_.erase(maps_.lower_bound(reinterpret_cast<uintptr_t>(addr)), maps_.lower_bound(reinterpret_cast<uintptr_t>(addr) + len));
 }
 
 size_t VirtualOs::pread(int fd, std::span<uint8_t> dst, uint64_t offset) {
@@ -431,6 +446,6 @@ std::string VirtualOs::readlink(const std::string& path) {
   return it->second->text;
 }
 
-int VirtualOs::eventfd(unsigned initial, int flags) { return add_fd(std::make_shared<EventFile>(initial, flags & EFD_NONBLOCK), "eventfd"); }
+int VirtualOs::eventfd(unsigned initial, int flags) { return add_fd(std::make_shared<EventFile>(initial, flags & O_NONBLOCK), "eventfd"); }
 
 }  // namespace ugpu::emu

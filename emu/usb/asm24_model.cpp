@@ -1,6 +1,9 @@
 #include "emu/usb/asm24_model.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "common/error.h"
 #include "common/hex.h"
@@ -46,7 +49,7 @@ bool Asm24Model::gpu_write(uint64_t pcie, std::span<const uint8_t> data) {
   for (const u::SramWindow* w : {&u::kSysBuf, &u::kCqBuf})
     if (in(*w)) {
       std::memcpy(xdata_.data() + w->xdata + (pcie - w->pcie), data.data(), data.size());
-      if (w == &u::kCqBuf && pcie <= w->pcie + 12 && pcie + data.size() > w->pcie + 12) released_ = true;
+      if (w == &u::kCqBuf && pcie <= w->pcie + u::kReleaseOffset && pcie + data.size() > w->pcie + u::kReleaseOffset) released_ = true;
       return true;
     }
   return false;
@@ -61,11 +64,96 @@ bool Asm24Model::gpu_read(uint64_t pcie, std::span<uint8_t> out) {
   return false;
 }
 
+namespace {
+thread_local bool t_async = false;    // the transfer being run was submitted asynchronously
+thread_local double t_async_end = 0;  // ... and ends then (modeled)
+}  // namespace
+
+Asm24Model::Wire Asm24Model::usb3_gen2() { return {"USB 3.2 Gen 2 (10 Gb/s)", 10e9 * 128 / 132 / 8, 700e6, 60, 15, 1024, 36}; }
+Asm24Model::Wire Asm24Model::usb3_gen1() { return {"USB 3.2 Gen 1 (5 Gb/s)", 5e9 * 8 / 10 / 8, 700e6, 60, 15, 1024, 36}; }
+void Asm24Model::set_wire(const Wire& w) {
+  std::lock_guard lock(mu_);
+  wire_ = w;
+}
+Asm24Model::WireStats Asm24Model::wire() const {
+  std::lock_guard lock(mu_);
+  return wire_stats_;
+}
+void Asm24Model::reset_wire() {
+  std::lock_guard lock(mu_);
+  wire_stats_ = {};
+  link_free_us_[0] = link_free_us_[1] = 0;
+  async_end_us_.clear();
+}
+void Asm24Model::delay_sram_writes(std::chrono::microseconds delay) {
+  std::lock_guard lock(mu_);
+  sram_delay_ = delay;
+}
+void Asm24Model::stall_bulk_after(int after) {
+  std::lock_guard lock(mu_);
+  stall_after_ = after;
+}
+
+double Asm24Model::schedule(bool in, bool control, size_t bytes, bool sram) {
+  const Wire& w = wire_;
+  size_t packets = control ? 3 : std::max<size_t>(1, (bytes + w.packet_bytes - 1) / w.packet_bytes);  // setup, data, status
+  uint64_t on_wire = (control ? 8 : 0) + bytes + packets * w.packet_overhead;
+  double start = std::max(wire_stats_.host_us + (control ? w.control_latency_us : w.bulk_latency_us), link_free_us_[in]);
+  double took = double(on_wire) / w.link_bytes_per_s * 1e6;
+  if (sram) took = std::max(took, double(bytes) / w.sram_bytes_per_s * 1e6);
+  double end = start + took;
+  link_free_us_[in] = end;
+  wire_stats_.wire_bytes += on_wire, ++wire_stats_.transfers, wire_stats_.control += control;
+  if (t_async) t_async_end = end;
+  else wire_stats_.host_us = end;
+  return end;
+}
+
+sys::UsbTransport::Transfer Asm24Model::do_submit(const Request& r) {
+  t_async = true, t_async_end = 0;
+  Transfer t;
+  try {
+    t = sys::UsbTransport::do_submit(r);  // runs it now: the model has no queue of its own
+  } catch (...) {
+    t_async = false;
+    throw;
+  }
+  t_async = false;
+  std::lock_guard lock(mu_);
+  async_end_us_[t] = t_async_end;
+  return t;
+}
+
+size_t Asm24Model::do_wait(Transfer t) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = async_end_us_.find(t); it != async_end_us_.end()) {
+      wire_stats_.host_us = std::max(wire_stats_.host_us, it->second);
+      async_end_us_.erase(it);
+    }
+  }
+  return sys::UsbTransport::do_wait(t);
+}
+
+std::vector<Asm24Model::HostWindow> Asm24Model::gpu_windows() {
+  std::lock_guard lock(mu_);
+  return {{u::kSram.pcie, sram_.data(), sram_.size()},
+          {u::kSysBuf.pcie, xdata_.data() + u::kSysBuf.xdata, u::kSysBuf.bytes},
+          {u::kCqBuf.pcie, xdata_.data() + u::kCqBuf.xdata, u::kCqBuf.bytes}};
+}
+
+bool Asm24Model::released() const {
+  uint32_t word;
+  std::memcpy(&word, xdata_.data() + u::kCqBuf.xdata + u::kReleaseOffset, 4);
+  return released_ || word != kArmedMarker;
+}
+
 size_t Asm24Model::do_control(uint8_t type, uint8_t request, uint16_t value, uint16_t index, std::span<uint8_t> data, std::chrono::milliseconds) {
   std::unique_lock lock(mu_);
   if (disconnected_) throw sys::UsbError(name() + ": no such device (it was disconnected)");
   ++stats_.control;
   const bool in = type & 0x80;
+  schedule(in, true, data.size(), false);
   if ((type & 0x7F) != u::kRequestOut) stall("request type " + hex(type) + " is not a vendor device request");
   switch (request) {
     case u::kXdataRead:
@@ -87,8 +175,12 @@ size_t Asm24Model::do_control(uint8_t type, uint8_t request, uint16_t value, uin
       if (!bytes || at + bytes > sram_.size()) stall("SRAM DMA of " + std::to_string(bytes) + " bytes at " + hex(at) + " passes the 512 KiB SRAM");
       bool read = value & 0x8000;
       if (read && at) stall("an SRAM read starts at slot 0");
-      pending_ = Pending{read ? Pending::kSramRead : Pending::kSramWrite, at, bytes};
-      if (read) released_ = false;
+      if (read) {
+        armed_ = bytes, released_ = false;
+        std::memcpy(xdata_.data() + u::kCqBuf.xdata + u::kReleaseOffset, &kArmedMarker, 4);
+      } else {
+        pending_ = Pending{Pending::kSramWrite, at, bytes};
+      }
       return 0;  // no data stage
     }
     case u::kTlp: {
@@ -140,6 +232,21 @@ size_t Asm24Model::do_bulk(uint8_t endpoint, std::span<uint8_t> data, std::chron
   if (disconnected_) throw sys::UsbError(name() + ": no such device (it was disconnected)");
   const bool in = endpoint & 0x80;
   if (endpoint != u::kBulkIn && endpoint != u::kBulkOut) stall("bulk transfer on endpoint " + hex(endpoint));
+  if (in && !(pending_ && pending_->kind == Pending::kStreamRead) && armed_) {
+    // The armed SRAM read goes out once the GPU writes the release word.
+    auto deadline = std::chrono::steady_clock::now() + (timeout.count() ? timeout : std::chrono::hours(24));
+    while (!released()) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw sys::UsbError(name() + ": bulk IN timed out after " + std::to_string(timeout.count()) + " ms (the armed SRAM read was never released)",
+                            true);
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+      if (disconnected_) throw sys::UsbError(name() + ": no such device (it was disconnected)");
+    }
+    pending_ = Pending{Pending::kSramRead, 0, *armed_};
+    armed_.reset();
+  }
   if (!pending_) {
     if (in) throw sys::UsbError(name() + ": bulk IN timed out after " + std::to_string(timeout.count()) + " ms (nothing was asked for)", true);
     stall("a bulk OUT nothing announced");
@@ -147,15 +254,29 @@ size_t Asm24Model::do_bulk(uint8_t endpoint, std::span<uint8_t> data, std::chron
   Pending p = *pending_;
   bool p_in = p.kind == Pending::kStreamRead || p.kind == Pending::kSramRead;
   if (in != p_in) stall(std::string("a bulk ") + (in ? "IN" : "OUT") + " where the bridge expects the other direction");
-  if (p.kind == Pending::kSramRead && !released_)
-    throw sys::UsbError(name() + ": bulk IN timed out after " + std::to_string(timeout.count()) + " ms (the armed SRAM read was never released)",
+  if (stall_after_ >= 0 && stall_after_-- == 0) {
+    pending_.reset();
+    throw sys::UsbError(name() + ": bulk " + (in ? "IN" : "OUT") + " timed out after " + std::to_string(timeout.count()) + " ms (the bridge stalled)",
                         true);
+  }
+  schedule(in, false, p.bytes, p.kind == Pending::kSramWrite || p.kind == Pending::kSramRead);
   if ((in ? data.size() < p.bytes : data.size() != p.bytes))
     stall("a bulk transfer of " + std::to_string(data.size()) + " bytes; the request announced " + std::to_string(p.bytes));
   pending_.reset();
   (in ? stats_.bulk_in_bytes : stats_.bulk_out_bytes) += p.bytes;
   switch (p.kind) {
-    case Pending::kSramWrite: std::memcpy(sram_.data() + p.address, data.data(), p.bytes); break;
+    case Pending::kSramWrite: {  // in order, as the bridge streams it: a GPU polling the last dword never sees it before the rest
+      if (sram_delay_.count()) {
+        lock.unlock();
+        std::this_thread::sleep_for(sram_delay_);
+        lock.lock();
+      }
+      std::memcpy(sram_.data() + p.address, data.data(), p.bytes - 4);
+      uint32_t last;
+      std::memcpy(&last, data.data() + p.bytes - 4, 4);
+      __atomic_store_n(reinterpret_cast<uint32_t*>(sram_.data() + p.address + p.bytes - 4), last, __ATOMIC_RELEASE);
+      break;
+    }
     case Pending::kSramRead: std::memcpy(data.data(), sram_.data(), p.bytes), released_ = false; break;
     case Pending::kStreamWrite: {
       lock.unlock();                                                               // the fabric may take its own locks

@@ -10,6 +10,10 @@
 namespace ugpu::hw::usb {
 
 inline constexpr uint16_t kVendorIds[][2] = {{0xADD1, 0x0001}, {0x3801, 0x0001}};  // (idVendor, idProduct)
+// The same chips with ASMedia's own firmware (a USB storage bridge): not usable until flashed.
+inline constexpr uint16_t kStockIds[][2] = {{0x174C, 0x2463}, {0x174C, 0x2464}};
+// The custom firmware's iProduct string starts with one of these.
+inline constexpr const char* kCustomProducts[] = {"custom", "AS2462"};
 inline constexpr uint8_t kBulkOut = 0x02, kBulkIn = 0x81;
 inline constexpr uint8_t kRequestOut = 0x40, kRequestIn = 0xC0;  // bmRequestType: vendor, device
 
@@ -88,6 +92,9 @@ struct SramWindow {
 inline constexpr SramWindow kSram{0xF000, 0x200000, 512 << 10};  // the DMA engine's SRAM, in 16 KiB slots
 inline constexpr SramWindow kSysBuf{0xA000, 0x820000, 4 << 10};  // XDATA-reachable: fences
 inline constexpr SramWindow kCqBuf{0xB800, 0x822000, 4 << 10};   // the GPU's write here releases an armed SRAM read
+inline constexpr uint32_t kReleaseOffset = 12;                   // the release word in kCqBuf (an NVMe CQE's dword 3)
+inline constexpr uint32_t kFenceOffset = 0x800;                  // the copy-in drain fence in kSysBuf (tinygrad's choice)
+inline constexpr uint32_t kGoOffset = 0x804;                     // ugpu's copy-out token in kSysBuf: the GPU fills the SRAM when it changes
 inline constexpr uint32_t kSramSlotBytes = 16 << 10, kSramSectorBytes = 512;
 // kSramDma: wValue = sectors (bits 14:0) | read << 15; wIndex = first slot | slot count << 8.
 constexpr uint16_t sram_dma_value(uint32_t bytes, bool read) {

@@ -357,7 +357,7 @@ TEST_CASE("differential: random kernels agree bit for bit with the IR's referenc
   const uint64_t seed = static_cast<uint64_t>(env_int("UGPU_DIFF_SEED", 1));
   const int64_t max_kernels = env_int("UGPU_DIFF_KERNELS", 1500), seconds = env_int("UGPU_DIFF_SECONDS", 90);
   std::vector<std::pair<std::string, std::unique_ptr<hcq::Device>>> devices;
-  for (const char* name : {"cpu", "emu:amd", "emu:amd:pci", "emu:nv"}) devices.emplace_back(name, drivers::open_device(name));
+  for (const char* name : {"cpu", "emu:amd", "emu:amd:pci", "emu:amd:usb", "emu:nv"}) devices.emplace_back(name, drivers::open_device(name));
   Generator gen(seed);
   std::mt19937_64 rng(seed * 7919 + 1);
   auto start = std::chrono::steady_clock::now();

@@ -17,6 +17,7 @@
 
 #include "codegen/builtin_kernels.h"
 #include "emu/amd/rdna3/inst.h"
+#include "emu/gpu_memory.h"
 #include "harness.h"
 #include "ir/dtype.h"
 #include "tests/codegen/run.h"
@@ -138,4 +139,19 @@ SINK(END(STORE(INDEX:float*(out, i), v), i))
   int bad = 0;
   for (int i = 0; i < 1006; ++i) bad += o[i] != ((i >= 3 && i < 1003) ? (i - 3) * 0.25f : -1.0f);
   CHECK(bad == 0);
+}
+
+TEST_CASE("emu: GPU memory: evict drops every mapping overlapping a range, the one that starts before it too") {
+  emu::GpuMemory m(1 << 20);
+  std::vector<uint8_t> backing(64 << 10);
+  auto pages = emu::Pages::borrow(backing.data(), backing.size());
+  // A TLB fill from the middle of a buffer caches its tail: [0x3000, 0x8000); another span after it.
+  REQUIRE(m.map({0x3000, 0x5000, 0x3000, pages}));
+  REQUIRE(m.map({0x9000, 0x1000, 0x9000, pages}));
+  CHECK(!m.map({0x1000, 0x7000, 0x1000, pages}));  // the whole buffer overlaps the cached tail
+  CHECK(m.evict(0x4000, 0x1000) == 1);             // starts before the range, reaches into it
+  CHECK(m.map({0x1000, 0x7000, 0x1000, pages}));   // now the whole buffer is one span
+  CHECK(m.host(0x1000, 0x7000, emu::Access::Read) == backing.data() + 0x1000);
+  CHECK(m.evict(0x8000, 0x2000) == 1);  // [0x9000, 0xA000) only: the span ending at 0x8000 stays
+  CHECK(m.mappings() == 1);
 }

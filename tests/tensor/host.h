@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/split.h"
+#include "drivers/devices.h"
 #include "tensor/tensor.h"
 
 namespace ugpu::test {
@@ -165,9 +166,16 @@ inline void check_close(const Tensor& got, const Host& want, double rtol = 1e-5,
   CHECK(bad == 0);
 }
 
+// $UGPU_TEST_DEVICES, else cpu and the emulated GPUs, those of them this build has (a build without
+// the Linux drivers has no emu:amd, emu:amd:pci or emu:nv).
 inline std::vector<std::string> test_devices() {
   const char* env = std::getenv("UGPU_TEST_DEVICES");
-  return split_list(env && *env ? env : "cpu,emu:amd,emu:amd:pci,emu:nv");
+  if (env && *env) return split_list(env);
+  std::vector<std::string> out;
+  for (const std::string& name : split_list("cpu,emu:amd,emu:amd:pci,emu:amd:usb,emu:nv"))
+    for (const drivers::DeviceEntry& e : drivers::known_devices())
+      if (e.name == name) out.push_back(name);
+  return out;
 }
 
 }  // namespace ugpu::test

@@ -238,3 +238,15 @@ TEST_CASE("usb: a stalled protocol step and a pulled cable are UsbErrors, never 
   t.model.disconnect();
   CHECK_THROWS_WITH_AS(t.bridge.config_read(4, 0, 0, 0, 4), Contains("disconnected"), sys::UsbError);
 }
+
+TEST_CASE("usb: which bridge opens: the custom firmware's IDs; a stock-firmware bridge or none is a clear error") {
+  using Ids = std::vector<std::pair<uint16_t, uint16_t>>;
+  CHECK(sys::pick_asm24(Ids{{0x1d6b, 0x0003}, {0x3801, 0x0001}, {0xADD1, 0x0001}}) == std::pair<uint16_t, uint16_t>{0xADD1, 0x0001});
+  CHECK(sys::pick_asm24(Ids{{0x3801, 0x0001}}) == std::pair<uint16_t, uint16_t>{0x3801, 0x0001});
+  CHECK_THROWS_WITH_AS(sys::pick_asm24(Ids{{0x1d6b, 0x0003}, {0x174C, 0x2464}}), Contains("stock firmware"), Error);
+  CHECK_THROWS_WITH_AS(sys::pick_asm24(Ids{{0x1d6b, 0x0003}}), Contains("no ASM24xx USB bridge with the custom firmware"), Error);
+  CHECK_THROWS_WITH_AS(sys::pick_asm24(Ids{}), Contains("0 USB devices present"), Error);
+  CHECK_NOTHROW(sys::check_asm24_product("usb add1:0001", "custom ASM2464 firmware"));
+  CHECK_NOTHROW(sys::check_asm24_product("usb add1:0001", "AS2462"));
+  CHECK_THROWS_WITH_AS(sys::check_asm24_product("usb add1:0001", "USB3.2 PCIe TinyEnclosure"), Contains("not the custom firmware"), Error);
+}

@@ -19,6 +19,11 @@ namespace r = hw::amd::am11;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+#ifdef MAP_FIXED_NOREPLACE
+constexpr int kNoReplace = MAP_FIXED_NOREPLACE;  // exactly that address, or an error
+#else
+constexpr int kNoReplace = 0;  // macOS: the address is a hint, checked after the call
+#endif
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // GPUs by GC version: which AM can boot, and what the others are, so a refusal names the part.
@@ -113,7 +118,7 @@ AmGpu::~AmGpu() { fini(); }
 
 BootBuffer AmGpu::boot(uint64_t bytes, uint64_t align) {
   uint64_t at = mem_->boot_alloc(bytes, align);
-  return {at, bytes, fb_base_ + at, mem_->host(at)};
+  return {at, bytes, fb_base_ + at, mem_.get()};
 }
 
 void AmGpu::flush_hdp() {
@@ -143,9 +148,20 @@ void AmGpu::read_discovery(uint64_t vram_bytes) {
   disc_ = parse_discovery(table);
 }
 
-void AmGpu::boot(sys::Os& os) {
-  auto t0 = Clock::now();
-  // Claim: the device, one process at a time.
+std::shared_ptr<AmGpu> AmGpu::open(std::shared_ptr<sys::Os> os, std::unique_ptr<sys::PciDevice> pci, const AmOptions& o, std::shared_ptr<void> keep) {
+  std::shared_ptr<AmGpu> g(new AmGpu());
+  g->os_keep_ = os;
+  g->keep_ = std::move(keep);
+  g->o_ = o;
+  if (const char* e = std::getenv("UGPU_AM_RESET"); e && std::string(e) == "1") g->o_.force_reset = true;
+  g->pci_ = std::move(pci);
+  g->address_ = g->pci_->address();
+  g->boot(*os);
+  return g;
+}
+
+void AmGpu::claim(sys::Os& os) {
+  // The device, one process at a time.
   address_ = o_.address;
   if (address_.empty()) {
     for (const auto& p : sys::list_pci_devices(os, 0x1002))
@@ -154,7 +170,7 @@ void AmGpu::boot(sys::Os& os) {
         break;
       }
     if (address_.empty())
-      throw Error("amd:pci: no AMD GPU without a kernel driver was found (`ugpu devices` lists the GPUs, their drivers and how to free one)");
+      throw Error(o_.name + ": no AMD GPU without a kernel driver was found (`ugpu devices` lists the GPUs, their drivers and how to free one)");
   }
   address_ = sys::normalize_pci_address(address_);
   if (std::string drv = sys::bound_driver(os, address_); o_.unbind && !drv.empty() && drv != "vfio-pci") {
@@ -162,20 +178,26 @@ void AmGpu::boot(sys::Os& os) {
     step("PCI", "unbound " + drv + " from " + address_);
   }
   pci_ = sys::open_pci_device(os, address_);
-  if (pci_->vendor_id() != 0x1002) throw Error("amd:pci: " + address_ + " is not an AMD device (vendor " + hex(pci_->vendor_id()) + ")");
+  if (pci_->vendor_id() != 0x1002) throw Error(o_.name + ": " + address_ + " is not an AMD device (vendor " + hex(pci_->vendor_id()) + ")");
   std::string lock_path = "/tmp/ugpu-am-" + address_ + ".lock";
   try {
     lock_ = sys::Fd(os, lock_path, O_RDWR | O_CREAT);
-  } catch (const sys::OsError& e) { throw Error("amd:pci: cannot create the device lock " + lock_path + ": " + e.what()); }
+  } catch (const sys::OsError& e) { throw Error(o_.name + ": cannot create the device lock " + lock_path + ": " + e.what()); }
   if (int rc = os.flock(lock_.get(), LOCK_EX | LOCK_NB); rc < 0)
-    throw Error("amd:pci: " + address_ + " is in use by another ugpu process (" + lock_path + " is locked" +
+    throw Error(o_.name + ": " + address_ + " is in use by another ugpu process (" + lock_path + " is locked" +
                 (rc == -EWOULDBLOCK ? "" : ", " + sys::errno_name(-rc)) + ")");
+}
+
+void AmGpu::boot(sys::Os& os) {
+  auto t0 = Clock::now();
+  os_ = &os;
+  if (!pci_) claim(os);
   regs_ = std::make_unique<Regs>(pci_->bar(5), hw::amd::IpBases{});
   if (o_.trace) regs_->start_trace();
   doorbells_ = &pci_->bar(2);
   uint32_t memsize = regs_->read(r::RCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE);
   if (memsize == 0 || memsize == 0xFFFFFFFF)
-    throw Error("amd:pci: " + address_ + " reports " + hex(memsize) +
+    throw Error(o_.name + ": " + address_ + " reports " + hex(memsize) +
                 " MiB of VRAM (RCC_CONFIG_MEMSIZE): the GPU is powered off or fell off the bus (check `lspci -vv -s " + address_ + "`)");
   uint64_t vram = uint64_t(memsize) << 20;
   // BAR0 as large as VRAM where the device and the path allow (Resizable BAR), before it is mapped.
@@ -194,18 +216,18 @@ void AmGpu::boot(sys::Os& os) {
   for (const auto& c : kChips)
     if (c.gc == disc_.version(hw::amd::discovery::kGcHw)) row = &c;
   std::string gc = disc_.version(hw::amd::discovery::kGcHw).str();
-  if (!row) throw Error("amd:pci: " + address_ + " has GC " + gc + ", a GPU generation ugpu does not know; use amd:kfd (the amdgpu kernel driver)");
+  if (!row)
+    throw Error(o_.name + ": " + address_ + " has GC " + gc + ", a GPU generation ugpu does not know; use amd:kfd (the amdgpu kernel driver)");
   if (!row->supported)
-    throw Error("amd:pci: " + address_ + " is a " + row->name + " (GC " + gc + ", " + row->arch +
+    throw Error(o_.name + ": " + address_ + " is a " + row->name + " (GC " + gc + ", " + row->arch +
                 "); AM boots GC 11.0.0 (gfx1100) so far. Use amd:kfd with the amdgpu kernel driver for this GPU");
   chip_ = {row->gc, row->arch, row->gfx_target_version, row->name};
   regs_->set_bases(disc_.bases);
   step("discovery",
        std::string(row->arch) + " " + row->name + ", " + std::to_string(disc_.cu_count()) + " CUs, " + std::to_string(memsize) + " MiB VRAM",
        ms_since(t));
-  if (!mapped) throw Error("amd:pci: BAR0 of " + address_ + " cannot be mapped as memory; AM needs the host to see VRAM through it");
   if (vram_bar_->size() < kBootBytes + (64 << 20))
-    throw Error("amd:pci: BAR0 of " + address_ + " shows " + std::to_string(vram_bar_->size() >> 20) +
+    throw Error(o_.name + ": BAR0 of " + address_ + " shows " + std::to_string(vram_bar_->size() >> 20) +
                 " MiB of VRAM; AM needs at least 128 MiB (enable Resizable BAR / Above 4G decoding in the firmware setup)");
 
   t = Clock::now();
@@ -219,12 +241,14 @@ void AmGpu::boot(sys::Os& os) {
   // reaches VRAM by (the system aperture; ASan's shadow may already hold them, which serves as well),
   // and reserve host addresses for memory only the GPU sees.
   try {
-    aperture_ = sys::Mapping(os, vram, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (reinterpret_cast<uint64_t>(aperture_.data()) != fb_base_) aperture_ = {};  // an old kernel took the address as a hint
+    void* at = os.mmap(reinterpret_cast<void*>(fb_base_), vram, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | kNoReplace, -1, 0);
+    aperture_ = sys::Mapping(os, at, vram);
+    if (reinterpret_cast<uint64_t>(at) != fb_base_) aperture_ = {};  // taken as a hint (an old kernel; no MAP_FIXED_NOREPLACE): not held
   } catch (const sys::OsError&) {}
   private_va_ = sys::Mapping(os, kPrivateVaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  mem_ = std::make_unique<AmMemory>(hw::amd::kPteGfx11, VramWindow{vram, fb_base_, mapped->base(), std::min<uint64_t>(vram, mapped->size())},
-                                    kBootBytes, kReservedTop, kTableStart, reinterpret_cast<uint64_t>(private_va_.data()), kPrivateVaBytes);
+  mem_ = std::make_unique<AmMemory>(
+      hw::amd::kPteGfx11, VramWindow{vram, fb_base_, mapped ? mapped->base() : nullptr, std::min<uint64_t>(vram, vram_bar_->size()), vram_bar_},
+      kBootBytes, kReservedTop, kTableStart, reinterpret_cast<uint64_t>(private_va_.data()), kPrivateVaBytes);
 
   auto add = [&](auto block) {
     auto* p = block.get();

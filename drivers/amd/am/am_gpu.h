@@ -24,6 +24,7 @@
 namespace ugpu::amd::am {
 
 struct AmOptions {
+  std::string name = "amd:pci";                      // the device string, for messages
   std::string address;                               // PCI address; empty: the first AMD GPU without a kernel driver
   std::string firmware_dir;                          // empty: Firmware::default_dir()
   bool force_reset = false;                          // cold boot even after a clean previous run ($UGPU_AM_RESET=1)
@@ -86,11 +87,24 @@ class IpBlock {
 };
 
 // Boot memory: VRAM from the start of the boot region, at a fixed place for every run (so a warm start
-// finds the TMR where the firmware left it), seen by the host through BAR0 and by the GPU at its MC
-// address (the system aperture).
+// finds the TMR where the firmware left it), reached by the host through BAR0 (AmMemory::vram_write)
+// and by the GPU at its MC address (the system aperture).
 struct BootBuffer {
   uint64_t offset = 0, size = 0, mc = 0;
-  uint8_t* host = nullptr;
+  AmMemory* mem = nullptr;
+  void write(uint64_t at, std::span<const uint8_t> data) const { mem->vram_write(offset + at, data); }
+  void read(uint64_t at, std::span<uint8_t> out) const { mem->vram_read(offset + at, out); }
+  void zero() const { mem->vram_zero(offset, size); }
+  template <class T>
+  void write_object(uint64_t at, const T& v) const {
+    write(at, {reinterpret_cast<const uint8_t*>(&v), sizeof v});
+  }
+  template <class T>
+  T read_object(uint64_t at) const {
+    T v;
+    read(at, {reinterpret_cast<uint8_t*>(&v), sizeof v});
+    return v;
+  }
 };
 
 class Gmc;
@@ -105,6 +119,11 @@ class AmGpu {
   // The Os must outlive the AmGpu (and every buffer from it); the shared_ptr form keeps it alive.
   static std::shared_ptr<AmGpu> open(sys::Os& os, const AmOptions& o);
   static std::shared_ptr<AmGpu> open(std::shared_ptr<sys::Os> os, const AmOptions& o);
+  // On a device already claimed (the GPU behind the USB bridge): `os` gives the firmware files and
+  // the host address reservations; o.address is not used.
+  // `keep`: what the device needs alive (the USB bridge), released after it.
+  static std::shared_ptr<AmGpu> open(std::shared_ptr<sys::Os> os, std::unique_ptr<sys::PciDevice> pci, const AmOptions& o,
+                                     std::shared_ptr<void> keep = {});
   ~AmGpu();
   void fini() noexcept;  // stops the queues and records how the run ended; idempotent
 
@@ -119,6 +138,9 @@ class AmGpu {
   const Discovery& discovery() const { return disc_; }
   const Firmware& firmware() const { return fw_; }
   sys::PciDevice& pci() { return *pci_; }
+  sys::Os& os() { return *os_; }
+  const std::shared_ptr<void>& keep() const { return keep_; }
+  bool host_maps_vram() const { return mem_->vram().host != nullptr; }  // false: VRAM only through BAR accesses (USB)
   const std::string& address() const { return address_; }
   bool warm() const { return warm_; }
   struct Step {
@@ -133,6 +155,7 @@ class AmGpu {
   AmMemory& memory() { return *mem_; }
   sys::Mmio& doorbells() { return *doorbells_; }
   const AmOptions& options() const { return o_; }
+  const std::string& name() const { return o_.name; }
   BootBuffer boot(uint64_t bytes, uint64_t align = 4096);
   uint64_t fb_base() const { return fb_base_; }
   void flush_hdp();  // host writes through BAR0 reach VRAM before the GPU reads them
@@ -154,10 +177,13 @@ class AmGpu {
 
  private:
   AmGpu() = default;
+  void claim(sys::Os& os);  // finds the PCI device, frees and opens it, takes its lock
   void boot(sys::Os& os);
   void read_discovery(uint64_t vram_bytes);
 
   std::shared_ptr<sys::Os> os_keep_;  // first: destroyed after everything that uses it
+  std::shared_ptr<void> keep_;        // the bridge behind pci_, when there is one
+  sys::Os* os_ = nullptr;
   AmOptions o_;
   std::string address_;
   std::unique_ptr<sys::PciDevice> pci_;

@@ -1,7 +1,11 @@
 // The AM way in (drivers/amd/interface.h): memory from AM's own allocators and page tables, the compute
 // and SDMA queues by register, doorbells in BAR2, and faults found by draining the IH ring.
+#include <sys/mman.h>
+
 #include <bit>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "common/error.h"
@@ -28,17 +32,41 @@ class AmDoorbell final : public sys::Doorbell {
   uint64_t offset_;
 };
 
+struct AmMemoryBlock;
+// Memory whose host view is a copy (AmdInterface::Memory, where the host cannot map VRAM): the copy
+// sits at the GPU's address, mapped over the private address reservation, so CPU VA == GPU VA holds.
+// `shadow` is what the host last exchanged with VRAM, so a refresh takes only what the GPU changed.
+struct Mirrors {
+  std::mutex mu;
+  struct Entry {
+    uint64_t vram = 0, size = 0;
+    bool signals = false;
+    std::vector<uint8_t> shadow;  // Signals memory only
+  };
+  std::map<uint64_t, Entry> by_va;
+};
+
 // Memory: VRAM chunks or DMA-able host memory, mapped in VMID 0's page tables at `va`.
 struct AmMemoryBlock : AmdInterface::Memory {
   std::shared_ptr<AmGpu> g;
   std::vector<am::AmMemory::Chunk> chunks;
-  sys::DmaBuffer dma;       // host memory (empty for VRAM)
-  bool private_va = false;  // va came from alloc_va (the host does not map the memory)
+  sys::DmaBuffer dma;                // host memory (empty for VRAM)
+  bool private_va = false;           // va came from alloc_va (the host does not map the memory)
+  std::shared_ptr<Mirrors> mirrors;  // set when `host` is a copy
   ~AmMemoryBlock() {
     if (!g) return;
     try {
       g->memory().unmap(va, size);
     } catch (const Error&) {  // the device is gone; the memory goes anyway
+    }
+    if (mirrors) {
+      {
+        std::lock_guard lock(mirrors->mu);
+        mirrors->by_va.erase(va);
+      }
+      try {  // back to the reservation: inaccessible, never a hole another mapping could take
+        g->os().mmap(host, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+      } catch (const Error&) {}
     }
     if (private_va) g->memory().free_va(va);
     g->memory().free_vram(chunks);
@@ -47,7 +75,7 @@ struct AmMemoryBlock : AmdInterface::Memory {
 
 class AmInterface final : public AmdInterface {
  public:
-  AmInterface(std::shared_ptr<AmGpu> g, const AmdOptions& o) : g_(std::move(g)) {
+  AmInterface(std::shared_ptr<AmGpu> g, const AmdOptions& o, std::unique_ptr<BridgeMemory> bridge) : g_(std::move(g)), bridge_(std::move(bridge)) {
     const auto& c = g_->chip();
     const auto& d = g_->discovery();
     facts_.arch = c.arch, facts_.gfx_target_version = c.gfx_target_version, facts_.cu_count = d.cu_count();
@@ -57,6 +85,8 @@ class AmInterface final : public AmdInterface {
     facts_.chip = family.substr(0, family.find(' ')) + ", device " + hex(g_->pci().device_id());
     facts_.interface = "pci (" + g_->pci().kind() + ") " + g_->address() + ", no kernel driver, " + (g_->warm() ? "warm" : "cold") + " start in " +
                        std::to_string(int(g_->boot_ms() + 0.5)) + " ms";
+    facts_.host_copies = !g_->host_maps_vram();
+    if (facts_.host_copies) mirrors_ = std::make_shared<Mirrors>();
     mailbox_ = alloc(4096, MemoryKind::Uncached);
     (void)o;
   }
@@ -69,11 +99,12 @@ class AmInterface final : public AmdInterface {
   const Facts& facts() const override { return facts_; }
 
   std::shared_ptr<Memory> alloc(uint64_t bytes, MemoryKind kind) override {
+    if (mirrors_ && kind != MemoryKind::Vram && kind != MemoryKind::VramPrivate) return alloc_mirrored(bytes, kind);
     auto m = std::make_shared<AmMemoryBlock>();
     m->g = g_;
     m->size = (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096;
     am::AmMemory& mem = g_->memory();
-    bool host_memory = kind == MemoryKind::Uncached || kind == MemoryKind::Userptr;
+    bool host_memory = kind == MemoryKind::Uncached || kind == MemoryKind::Signals || kind == MemoryKind::Userptr;
     if (host_memory) {
       m->dma = g_->pci().dma_alloc(m->size);
       for (size_t i = 0; i < m->dma.bus.size(); ++i) {
@@ -98,7 +129,7 @@ class AmInterface final : public AmdInterface {
       // CPU VA == GPU VA: the host's address where the host sees the memory.
       m->va = m->host ? reinterpret_cast<uint64_t>(m->host) : mem.alloc_va(m->size, std::min<uint64_t>(2 << 20, std::bit_floor(m->size)));
       m->private_va = !m->host;
-      mem.map(m->va, m->chunks, {.writable = true, .executable = true, .uncached = kind == MemoryKind::Uncached});
+      mem.map(m->va, m->chunks, {.writable = true, .executable = true, .uncached = kind == MemoryKind::Uncached || kind == MemoryKind::Signals});
     } catch (...) {
       if (m->private_va && m->va) mem.free_va(m->va);
       if (!host_memory) mem.free_vram(m->chunks);
@@ -109,6 +140,24 @@ class AmInterface final : public AmdInterface {
     if (host_memory) m->chunks.clear();  // nothing of VRAM to free
     if (m->host) std::memset(m->host, 0, m->size);
     return m;
+  }
+
+  void flush(const void* host, size_t bytes) override {
+    if (!mirrors_ || !bytes) return;
+    const uint64_t at = reinterpret_cast<uint64_t>(host);
+    std::lock_guard lock(mirrors_->mu);
+    auto it = mirrors_->by_va.upper_bound(at);
+    if (it == mirrors_->by_va.begin()) throw Error(g_->name() + ": flush of host memory that is not GPU memory (" + hex(at) + ")");
+    --it;
+    Mirrors::Entry& e = it->second;
+    const uint64_t off = at - it->first;
+    if (off + bytes > e.size)
+      throw Error(g_->name() + ": flush of " + std::to_string(bytes) + " bytes at " + hex(at) + " passes the end of its memory");
+    // Whole dwords: the bridge moves nothing smaller.
+    const uint64_t first = off & ~uint64_t{3}, end = std::min(e.size, (off + bytes + 3) & ~uint64_t{3});
+    const auto* src = reinterpret_cast<const uint8_t*>(it->first);
+    g_->memory().vram_write(e.vram + first, {src + first, end - first});
+    if (e.signals) std::memcpy(e.shadow.data() + first, src + first, end - first);
   }
 
   Queue create_queue(const QueueSpec& s) override {
@@ -148,7 +197,10 @@ class AmInterface final : public AmdInterface {
 
   Interrupt interrupt() const override { return {mailbox_->va, 0}; }
 
+  BridgeMemory* bridge_memory() override { return bridge_.get(); }
+
   std::optional<Fault> wait_for_progress(std::chrono::microseconds max) override {
+    refresh();
     auto entries = g_->ih().drain();
     for (const auto& e : entries) {
       if (auto f = describe(e)) {
@@ -180,8 +232,64 @@ class AmInterface final : public AmdInterface {
     return std::nullopt;  // end-of-pipe and SDMA trap interrupts: progress, nothing to report
   }
 
+  // Where the host cannot map VRAM: Uncached and Signals memory in VRAM with a host copy at the same
+  // address (Vram memory takes the path above, with no host address).
+  std::shared_ptr<Memory> alloc_mirrored(uint64_t bytes, MemoryKind kind) {
+    if (kind == MemoryKind::Userptr)
+      throw Error(g_->name() + ": the GPU reaches no host memory through " + g_->pci().kind() +
+                  " (the bridge's SRAM is the only system memory it sees); copy_in and copy_out move data instead");
+    auto m = std::make_shared<AmMemoryBlock>();
+    m->g = g_;
+    m->size = (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096;
+    am::AmMemory& mem = g_->memory();
+    m->chunks = mem.alloc_vram(m->size, true, true);
+    try {
+      m->va = mem.alloc_va(m->size, 4096);
+      m->private_va = true;
+      g_->os().mmap(reinterpret_cast<void*>(m->va), m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      m->host = reinterpret_cast<void*>(m->va);
+      mem.vram_zero(m->chunks[0].addr, m->size);  // as the host copy starts
+      mem.map(m->va, m->chunks, {.writable = true, .executable = true, .uncached = true});
+    } catch (...) {
+      if (m->host) g_->os().mmap(m->host, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+      if (m->va) mem.free_va(m->va);
+      mem.free_vram(m->chunks);
+      m->g.reset();
+      throw;
+    }
+    Mirrors::Entry e{m->chunks[0].addr, m->size, kind == MemoryKind::Signals, {}};
+    if (e.signals) e.shadow.assign(m->size, 0);
+    {
+      std::lock_guard lock(mirrors_->mu);
+      mirrors_->by_va[m->va] = std::move(e);
+    }
+    m->mirrors = mirrors_;
+    return m;
+  }
+
+  // What the GPU wrote to Signals memory since the last look, into the host copies (8 bytes at a time:
+  // signal values and queue pointers are 64-bit words the host reads atomically).
+  void refresh() {
+    if (!mirrors_) return;
+    std::lock_guard lock(mirrors_->mu);
+    for (auto& [va, e] : mirrors_->by_va) {
+      if (!e.signals) continue;
+      std::vector<uint8_t> now(e.size);
+      g_->memory().vram_read(e.vram, now);
+      for (uint64_t i = 0; i < e.size; i += 8) {
+        if (std::memcmp(now.data() + i, e.shadow.data() + i, 8) == 0) continue;
+        uint64_t v;
+        std::memcpy(&v, now.data() + i, 8);
+        __atomic_store_n(reinterpret_cast<uint64_t*>(va + i), v, __ATOMIC_RELEASE);
+        std::memcpy(e.shadow.data() + i, &v, 8);
+      }
+    }
+  }
+
   std::shared_ptr<AmGpu> g_;
+  std::unique_ptr<BridgeMemory> bridge_;
   Facts facts_;
+  std::shared_ptr<Mirrors> mirrors_;
   std::shared_ptr<Memory> mailbox_;
   bool live_ = true;
 };
@@ -189,7 +297,11 @@ class AmInterface final : public AmdInterface {
 
 std::unique_ptr<AmdInterface> open_am_interface(std::shared_ptr<sys::Os> os, const AmdOptions& o, const am::AmOptions& opts) {
   auto g = AmGpu::open(std::move(os), opts);
-  return std::make_unique<AmInterface>(std::move(g), o);
+  return std::make_unique<AmInterface>(std::move(g), o, nullptr);
+}
+
+std::unique_ptr<AmdInterface> am_interface(std::shared_ptr<am::AmGpu> g, const AmdOptions& o, std::unique_ptr<AmdInterface::BridgeMemory> bridge) {
+  return std::make_unique<AmInterface>(std::move(g), o, std::move(bridge));
 }
 
 std::unique_ptr<hcq::Device> open_am(std::shared_ptr<sys::Os> os, const AmdOptions& o, const am::AmOptions& opts) {

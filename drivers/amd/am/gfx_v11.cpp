@@ -65,9 +65,9 @@ void Gfx::init_hw(bool warm) {
 }
 
 uint64_t Gfx::start_queue(const QueueRing& q) {
-  if (queue_active_) throw Error("amd:pci: AM runs one compute queue (ME1 pipe 0 queue 0), and it is in use");
+  if (queue_active_) throw Error(g.name() + ": AM runs one compute queue (ME1 pipe 0 queue 0), and it is in use");
   if (!std::has_single_bit(q.ring_bytes) || q.ring_bytes < 4096 || q.ring_va % 256)
-    throw Error("amd:pci: a compute ring must be a power of two of at least 4 KiB, 256-byte aligned (" + std::to_string(q.ring_bytes) + " at " +
+    throw Error(g.name() + ": a compute ring must be a power of two of at least 4 KiB, 256-byte aligned (" + std::to_string(q.ring_bytes) + " at " +
                 hex(q.ring_va) + ")");
   Regs& x = g.regs();
   std::vector<uint32_t> m(mqd::kDwords, 0);
@@ -92,7 +92,7 @@ uint64_t Gfx::start_queue(const QueueRing& q) {
   m[mqd::cp_mqd_control] = 0x100;          // PRIV_STATE
   m[mqd::cp_hqd_eop_base_addr_lo] = uint32_t(eop_.mc >> 8), m[mqd::cp_hqd_eop_base_addr_hi] = uint32_t(eop_.mc >> 40);
   m[mqd::cp_hqd_eop_control] = uint32_t(std::countr_zero(kEopBytes / 4) - 1);
-  std::memcpy(mqd_.host, m.data(), m.size() * 4);
+  mqd_.write(0, {reinterpret_cast<const uint8_t*>(m.data()), m.size() * 4});
   g.flush_hdp();
   // MQD dwords from cp_mqd_base_addr_lo on are the HQD registers, CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI, in order.
   select(1, 0, 0);

@@ -20,7 +20,7 @@ void Ih::init_sw() {
 void Ih::init_hw(bool) {
   Regs& x = g.regs();
   namespace f = r::IH_RB_CNTL_fields;
-  std::memset(ring_.host, 0, ring_.size);
+  ring_.zero();
   x.write(r::IH_RB_CNTL, 0);
   x.write(r::IH_RB_BASE, uint32_t(ring_.mc >> 8)), x.write(r::IH_RB_BASE_HI, uint32_t(ring_.mc >> 40) & 0xFF);
   x.write(r::IH_RB_WPTR_ADDR_LO, uint32_t(wptr_.mc)), x.write(r::IH_RB_WPTR_ADDR_HI, uint32_t(wptr_.mc >> 32) & 0xFFFF);
@@ -53,7 +53,7 @@ std::vector<Ih::Entry> Ih::drain() {
   }
   while (rptr_ != w) {
     uint32_t e[8];
-    std::memcpy(e, ring_.host + rptr_, 32);
+    ring_.read(rptr_, {reinterpret_cast<uint8_t*>(e), 32});
     Entry en;
     en.client = e[0] & 0xFF, en.src = (e[0] >> 8) & 0xFF, en.ring_id = (e[0] >> 16) & 0xFF;
     std::memcpy(en.data, e + 4, 16);

@@ -29,6 +29,36 @@ AmMemory::AmMemory(const hw::amd::PteFormat& f, VramWindow vram, uint64_t boot_b
 
 uint8_t* AmMemory::host(uint64_t offset) const { return vram_.host && offset < vram_.host_bytes ? vram_.host + offset : nullptr; }
 
+void AmMemory::vram_write(uint64_t offset, std::span<const uint8_t> data) {
+  if (uint8_t* p = host(offset); p && offset + data.size() <= vram_.host_bytes) return (void)std::memcpy(p, data.data(), data.size());
+  uint64_t first = offset & ~uint64_t{3}, end = (offset + data.size() + 3) & ~uint64_t{3};
+  if (first == offset && end == offset + data.size()) return vram_.bar->copy_in(offset, data);
+  std::vector<uint8_t> whole(end - first);
+  vram_.bar->copy_out(first, std::span(whole).first(4));
+  vram_.bar->copy_out(end - 4, std::span(whole).last(4));
+  std::memcpy(whole.data() + (offset - first), data.data(), data.size());
+  vram_.bar->copy_in(first, whole);
+}
+
+void AmMemory::vram_read(uint64_t offset, std::span<uint8_t> out) {
+  if (uint8_t* p = host(offset); p && offset + out.size() <= vram_.host_bytes) return (void)std::memcpy(out.data(), p, out.size());
+  uint64_t first = offset & ~uint64_t{3}, end = (offset + out.size() + 3) & ~uint64_t{3};
+  if (first == offset && end == offset + out.size()) return vram_.bar->copy_out(offset, out);
+  std::vector<uint8_t> whole(end - first);
+  vram_.bar->copy_out(first, whole);
+  std::memcpy(out.data(), whole.data() + (offset - first), out.size());
+}
+
+void AmMemory::vram_zero(uint64_t offset, uint64_t bytes) {
+  if (uint8_t* p = host(offset); p && offset + bytes <= vram_.host_bytes) return (void)std::memset(p, 0, bytes);
+  static const std::vector<uint8_t> zeros(1 << 20);
+  for (uint64_t done = 0; done < bytes;) {
+    uint64_t n = std::min<uint64_t>(zeros.size(), bytes - done);
+    vram_write(offset + done, std::span(zeros).first(n));
+    done += n;
+  }
+}
+
 uint64_t AmMemory::boot_alloc(uint64_t bytes, uint64_t align) {
   std::lock_guard lock(mu_);
   uint64_t at = round_up(boot_next_, std::max(align, kPage));
@@ -99,9 +129,7 @@ void AmMemory::free_va(uint64_t va) {
 std::unique_ptr<AmMemory::Table> AmMemory::new_table() {
   auto a = visible_.alloc(kPage, kPage);
   if (!a) throw Error("out of CPU-visible VRAM for a page table");
-  uint8_t* p = host(*a);
-  if (!p) throw Error("page tables must be CPU-visible, but BAR0 does not cover VRAM offset " + hex(*a));
-  std::memset(p, 0, kPage);
+  vram_zero(*a, kPage);
   auto t = std::make_unique<Table>();
   t->paddr = *a;
   ++tables_;
@@ -110,7 +138,18 @@ std::unique_ptr<AmMemory::Table> AmMemory::new_table() {
 
 void AmMemory::write_entry(Table& t, uint64_t index, uint64_t value) {
   t.entries[index] = value;
-  std::memcpy(host(t.paddr) + index * 8, &value, 8);
+  // Consecutive entries of one table go to VRAM as one write (over USB, one round trip for a run of
+  // PTEs instead of one each); write_entries() sends what is pending.
+  if (pending_.table == &t && index == pending_.first + pending_.count) return (void)++pending_.count;
+  write_entries();
+  pending_ = {&t, index, 1};
+}
+
+void AmMemory::write_entries() {
+  if (!pending_.table) return;
+  const Table& t = *pending_.table;
+  vram_write(t.paddr + pending_.first * 8, {reinterpret_cast<const uint8_t*>(t.entries.data() + pending_.first), pending_.count * 8});
+  pending_ = {};
 }
 
 void AmMemory::map_leaf(uint64_t va, uint64_t pa, uint64_t size, int level, const Chunk& c, uint32_t fragment, Access a) {
@@ -168,11 +207,17 @@ void AmMemory::map(uint64_t va, std::span<const Chunk> chunks, Access a) {
             }
           }
         else frag = uint32_t(hw::amd::kLevelShift[level] - 12);
-        map_leaf(v, p, step, level, c, frag, a);
+        try {
+          map_leaf(v, p, step, level, c, frag, a);
+        } catch (...) {
+          write_entries();  // what was mapped so far is in VRAM as in the shadow
+          throw;
+        }
         v += step;
       }
       at = end;
     }
+    write_entries();
   }
   if (changed) changed();
 }
@@ -193,6 +238,7 @@ void AmMemory::unmap(uint64_t va, uint64_t bytes) {
       if (hw::amd::decode_pte(f_, t->entries[i]).valid && !t->children[i]) write_entry(*t, i, 0);
       v = (v & ~(step - 1)) + step;
     }
+    write_entries();
   }
   if (changed) changed();
 }

@@ -16,15 +16,18 @@
 
 #include "hcq/allocator.h"
 #include "hw/amd/page_table.h"
+#include "sys/mmio.h"
 
 namespace ugpu::amd::am {
 
-// Where VRAM is: its size, the GPU (MC) address of its first byte, and the host's view through BAR0
-// (null when the BAR does not cover it).
+// Where VRAM is: its size, the GPU (MC) address of its first byte, and BAR0: the host's mapping of it
+// (null where the host cannot map the BAR: behind the USB bridge, whose BAR accesses are TLPs) and the
+// BAR itself, which every path can access.
 struct VramWindow {
   uint64_t bytes = 0, mc_base = 0;
   uint8_t* host = nullptr;
   uint64_t host_bytes = 0;  // how much of VRAM BAR0 shows, from offset 0
+  sys::Mmio* bar = nullptr;
 };
 
 class AmMemory {
@@ -51,6 +54,11 @@ class AmMemory {
   void free_vram(std::span<const Chunk> chunks);
   uint64_t boot_alloc(uint64_t bytes, uint64_t align);  // from the boot region; never freed
   uint8_t* host(uint64_t vram_offset) const;            // the host address of VRAM through BAR0, or null
+  // VRAM inside BAR0 by offset, through the host's mapping where there is one, else through BAR
+  // accesses (any alignment; edges of whole dwords are read first).
+  void vram_write(uint64_t offset, std::span<const uint8_t> data);
+  void vram_read(uint64_t offset, std::span<uint8_t> out);
+  void vram_zero(uint64_t offset, uint64_t bytes);
 
   // GPU virtual addresses for memory without a host mapping (host-visible memory uses its host address).
   uint64_t alloc_va(uint64_t bytes, uint64_t align);
@@ -80,7 +88,8 @@ class AmMemory {
   // The entry of `va` in its level-`level` table: walks index from PAGE_TABLE_START_ADDR, not from 0.
   uint64_t index(uint64_t va, int level) const { return ((va - va_start_) >> hw::amd::kLevelShift[level]) & (hw::amd::kEntriesPerTable - 1); }
   std::unique_ptr<Table> new_table();
-  void write_entry(Table& t, uint64_t index, uint64_t value);
+  void write_entry(Table& t, uint64_t index, uint64_t value);  // to the shadow now, to VRAM by write_entries()
+  void write_entries();                                        // lock held
   void map_leaf(uint64_t va, uint64_t pa, uint64_t size, int level, const Chunk& c, uint32_t fragment, Access a);
 
   const hw::amd::PteFormat& f_;
@@ -91,6 +100,10 @@ class AmMemory {
   std::optional<hcq::RangeAllocator> hidden_;  // VRAM beyond BAR0 (none with a BAR that covers it all)
   uint64_t va_start_;
   std::unique_ptr<Table> root_;
+  struct PendingEntries {
+    Table* table = nullptr;
+    uint64_t first = 0, count = 0;
+  } pending_;  // entries written to the shadow, not yet to VRAM
   size_t tables_ = 0;
 };
 

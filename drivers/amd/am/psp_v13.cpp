@@ -49,8 +49,8 @@ void Psp::load_bootloader_components() {
     std::string what = std::string("PSP bootloader: loading ") + bootloader_name(b.type) + " (" + b.what + ")";
     uint32_t ready = x.read(r::MP0_SMN_C2PMSG_35);
     if (ready != psp::kBlReady) x.wait(r::MP0_SMN_C2PMSG_35, 0xFFFFFFFF, psp::kBlReady, timeout, what + ": the bootloader is not ready");
-    std::memset(fw_pri_.host, 0, fw_pri_.size);
-    std::memcpy(fw_pri_.host, b.data.data(), b.data.size());
+    fw_pri_.zero();
+    fw_pri_.write(0, b.data);
     g.flush_hdp();
     x.write(r::MP0_SMN_C2PMSG_36, uint32_t(fw_pri_.mc >> 20));
     x.write(r::MP0_SMN_C2PMSG_35, b.type);
@@ -74,8 +74,8 @@ void Psp::create_ring() {
     x.write(r::MP0_SMN_C2PMSG_64, psp::kCtrlDestroyRings);
     x.wait(r::MP0_SMN_C2PMSG_64, psp::kCtrlResponse, psp::kCtrlResponse, timeout, "PSP: destroying the previous KM ring");
   }
-  std::memset(ring_.host, 0, ring_.size);
-  std::memset(fence_.host, 0, fence_.size);
+  ring_.zero();
+  fence_.zero();
   g.flush_hdp();
   x.write(r::MP0_SMN_C2PMSG_69, uint32_t(ring_.mc)), x.write(r::MP0_SMN_C2PMSG_70, uint32_t(ring_.mc >> 32));
   x.write(r::MP0_SMN_C2PMSG_71, uint32_t(ring_.size));
@@ -89,33 +89,31 @@ uint32_t Psp::submit(uint32_t cmd_id, const std::function<void(uint8_t*)>& fill,
   Regs& x = g.regs();
   psp::CmdResp c{};
   c.cmd_id = cmd_id;
-  std::memset(cmd_.host, 0, sizeof c);
-  std::memcpy(cmd_.host, &c, sizeof c);
-  fill(cmd_.host + offsetof(psp::CmdResp, cmd));
+  fill(reinterpret_cast<uint8_t*>(&c) + offsetof(psp::CmdResp, cmd));
+  cmd_.write_object(0, c);
   const uint32_t ring_dwords = uint32_t(ring_.size / 4), wptr = x.read(r::MP0_SMN_C2PMSG_67) % ring_dwords;
   psp::RingFrame f{};
   f.cmd_buf_addr_lo = uint32_t(cmd_.mc), f.cmd_buf_addr_hi = uint32_t(cmd_.mc >> 32);
   f.fence_addr_lo = uint32_t(fence_.mc), f.fence_addr_hi = uint32_t(fence_.mc >> 32), f.fence_value = ++fence_value_;
-  std::memcpy(ring_.host + uint64_t(wptr) * 4, &f, sizeof f);
+  ring_.write_object(uint64_t(wptr) * 4, f);
   g.flush_hdp();
   x.write(r::MP0_SMN_C2PMSG_67, (wptr + psp::kFrameDwords) % ring_dwords);
   uint32_t fence;
   auto signalled = [&] {
-    std::memcpy(&fence, fence_.host, 4);
+    fence = fence_.read_object<uint32_t>(0);
     return fence == fence_value_;
   };
   if (!poll(signalled, g.options().timeout))
     throw Error("PSP: " + what + ": no answer in " + std::to_string(g.options().timeout.count()) + " ms (fence " + std::to_string(fence) +
                 ", waiting for " + std::to_string(fence_value_) + ")");
-  psp::Response resp;
-  std::memcpy(&resp, cmd_.host + offsetof(psp::CmdResp, resp), sizeof resp);
+  auto resp = cmd_.read_object<psp::Response>(offsetof(psp::CmdResp, resp));
   if (resp.status) throw Error("PSP: " + what + " failed with status " + hex(resp.status));
   return cmd_id == psp::kCmdLoadToc ? resp.tmr_size : resp.status;
 }
 
 void Psp::load_ip(const FwBlob& b) {
   if (b.data.size() > staging_.size) throw Error("PSP: " + b.what + " is larger than the 1 MiB staging buffer");
-  std::memcpy(staging_.host, b.data.data(), b.data.size());
+  staging_.write(0, b.data);
   g.flush_hdp();
   submit(
       psp::kCmdLoadIpFw,
@@ -142,8 +140,8 @@ void Psp::init_hw(bool warm) {
   uint64_t tmr = kTmrMax;
   const Firmware& fw = g.firmware();
   if (!fw.toc.data.empty()) {
-    std::memset(fw_pri_.host, 0, fw_pri_.size);
-    std::memcpy(fw_pri_.host, fw.toc.data.data(), fw.toc.data.size());
+    fw_pri_.zero();
+    fw_pri_.write(0, fw.toc.data);
     g.flush_hdp();
     tmr = submit(
         psp::kCmdLoadToc,

@@ -29,7 +29,7 @@ void Sdma::init_hw(bool warm) {
 
 uint64_t Sdma::start_queue(const QueueRing& q) {
   if (!std::has_single_bit(q.ring_bytes) || q.ring_bytes < 4096 || q.ring_va % 256)
-    throw Error("amd:pci: an SDMA ring must be a power of two of at least 4 KiB, 256-byte aligned (" + std::to_string(q.ring_bytes) + " at " +
+    throw Error(g.name() + ": an SDMA ring must be a power of two of at least 4 KiB, 256-byte aligned (" + std::to_string(q.ring_bytes) + " at " +
                 hex(q.ring_va) + ")");
   Regs& x = g.regs();
   x.write(r::SDMA0_QUEUE0_MINOR_PTR_UPDATE, 1);

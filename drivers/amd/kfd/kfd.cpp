@@ -71,7 +71,8 @@ uint32_t flags_of(AmdInterface::MemoryKind kind) {
   switch (kind) {
     case K::Vram: return mem::kVram | mem::kPublic | mem::kWritable | mem::kExecutable | mem::kNoSubstitute;
     case K::VramPrivate: return mem::kVram | mem::kWritable | mem::kExecutable | mem::kNoSubstitute;
-    case K::Uncached: return mem::kGtt | mem::kCoherent | mem::kUncached | mem::kWritable | mem::kExecutable | mem::kNoSubstitute;
+    case K::Uncached:
+    case K::Signals: return mem::kGtt | mem::kCoherent | mem::kUncached | mem::kWritable | mem::kExecutable | mem::kNoSubstitute;
     case K::Userptr: return mem::kUserptr | mem::kWritable | mem::kExecutable | mem::kNoSubstitute;
   }
   return 0;

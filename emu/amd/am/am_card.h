@@ -74,14 +74,17 @@ class AmCard {
   // (as far as it shows), BAR2 doorbells, BAR5 registers (whole dwords). False: outside the BAR.
   virtual bool bar_read(int bar, uint64_t offset, std::span<uint8_t> out) = 0;
   virtual bool bar_write(int bar, uint64_t offset, std::span<const uint8_t> data) = 0;
+  // Memory upstream of the card that its DMA reaches at bus address `bus` (the USB bridge's SRAM and
+  // XDATA windows), until the card goes.
+  virtual void map_host_memory(uint64_t bus, uint8_t* host, uint64_t bytes) = 0;
 };
 
 // The card as the endpoint of an emulated PCIe topology (emu/usb/pcie_topology.h): its three BARs and
 // BAR0's Resizable BAR sizes. The card must outlive it.
 std::unique_ptr<usb::PcieEndpoint> pcie_endpoint(std::shared_ptr<AmCard> card);
 
-// Installs the card's sysfs, vfio and procfs files into `os`. The card lives while the returned pointer
-// or an open file of it does.
+// Installs the card's sysfs, vfio and procfs files into `os` (vfio's only in a build with the Linux
+// drivers). The card lives while the returned pointer or an open file of it does.
 std::shared_ptr<AmCard> install_am_gpu(VirtualOs& os, const AmCardConfig& cfg = {});
 
 }  // namespace ugpu::emu::amd

@@ -1,7 +1,6 @@
 #include "emu/amd/am/card.h"
 
 #include <fcntl.h>
-#include <linux/vfio.h>
 #include <sys/mman.h>
 
 #include <cctype>
@@ -26,7 +25,6 @@ using hw::amd::Field;
 
 namespace {
 constexpr uint32_t kHqdRegs = 56;  // CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI, one bank per queue
-constexpr uint64_t kVfioRegion = uint64_t{1} << 40;
 constexpr int kIommuGroup = 23;
 // IH client and source ids (soc15_ih_clientid.h, irqsrcs_gfx_11_0_0.h).
 constexpr uint32_t kClientGfx = 0x0A, kClientGrbmCp = 0x14;
@@ -73,60 +71,13 @@ class RegisterBar final : public sys::Mmio {
   size_t size_;
 };
 
-// A file of the device: a BAR's resourceN (sysfs) or the vfio device fd with its regions.
-struct DeviceFile final : VirtualFile {
+// A BAR's sysfs resourceN: BAR0 maps as memory (VRAM, as far as BAR0 shows it), BAR2 and BAR5 as
+// registers the model sees. (The vfio device fd, with all of them as regions, is card_vfio.cpp's.)
+struct ResourceFile final : VirtualFile {
   std::shared_ptr<Card> card;
-  std::vector<uint8_t>* config = nullptr;
-  int bar = -1;  // sysfs resourceN; -1 for the vfio device fd
-  void* mmap(uint64_t offset, size_t len, int) override {
-    int b = bar >= 0 ? bar : int(offset / kVfioRegion);
-    uint64_t off = bar >= 0 ? offset : offset % kVfioRegion;
-    if (b != 0 || off + len > card->bar0_bytes()) return nullptr;  // only VRAM is plain memory, as far as BAR0 shows it
-    return card->vram() + off;
-  }
-  std::unique_ptr<sys::Mmio> mmio(uint64_t offset, size_t len, const std::string&) override {
-    int b = bar >= 0 ? bar : int(offset / kVfioRegion);
-    if (b == 2) return std::make_unique<RegisterBar>(card, 2, std::min<size_t>(len, Card::kDoorbellBarBytes));
-    if (b == 5) return std::make_unique<RegisterBar>(card, 5, std::min<size_t>(len, Card::kRegBarBytes));
-    return nullptr;
-  }
-  long pread(std::span<uint8_t> d, uint64_t off) override {
-    if (bar >= 0 || off / kVfioRegion != VFIO_PCI_CONFIG_REGION_INDEX) return -EINVAL;
-    off %= kVfioRegion;
-    if (off >= config->size()) return 0;
-    size_t n = std::min(d.size(), config->size() - off);
-    std::memcpy(d.data(), config->data() + off, n);
-    return long(n);
-  }
-  long pwrite(std::span<const uint8_t> s, uint64_t off) override {
-    if (bar >= 0 || off / kVfioRegion != VFIO_PCI_CONFIG_REGION_INDEX) return -EINVAL;
-    off %= kVfioRegion;
-    if (off + s.size() > config->size()) return -EINVAL;
-    std::memcpy(config->data() + off, s.data(), s.size());
-    return long(s.size());
-  }
-  int ioctl(unsigned long req, void* arg) override {
-    if (bar >= 0) return -ENOTTY;
-    if (req == VFIO_DEVICE_GET_INFO) {
-      auto* i = static_cast<vfio_device_info*>(arg);
-      if (i->argsz < 16) return -EINVAL;
-      i->flags = VFIO_DEVICE_FLAGS_PCI | VFIO_DEVICE_FLAGS_RESET, i->num_regions = VFIO_PCI_NUM_REGIONS, i->num_irqs = 5;
-      return 0;
-    }
-    if (req == VFIO_DEVICE_GET_REGION_INFO) {
-      auto* ri = static_cast<vfio_region_info*>(arg);
-      if (ri->argsz < sizeof *ri) return -EINVAL;
-      const uint32_t rw = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
-      ri->offset = uint64_t(ri->index) * kVfioRegion, ri->size = 0, ri->flags = 0;
-      if (ri->index == 0) ri->size = card->bar0_bytes(), ri->flags = rw | VFIO_REGION_INFO_FLAG_MMAP;
-      if (ri->index == 2) ri->size = Card::kDoorbellBarBytes, ri->flags = rw | VFIO_REGION_INFO_FLAG_MMAP;
-      if (ri->index == 5) ri->size = Card::kRegBarBytes, ri->flags = rw | VFIO_REGION_INFO_FLAG_MMAP;
-      if (ri->index == VFIO_PCI_CONFIG_REGION_INDEX) ri->size = 4096, ri->flags = rw;
-      return 0;
-    }
-    if (req == VFIO_DEVICE_RESET) return card->power_cycle(), 0;
-    return -ENOTTY;
-  }
+  int bar = 0;
+  void* mmap(uint64_t offset, size_t len, int) override { return bar == 0 ? card->bar0_memory(offset, len) : nullptr; }
+  std::unique_ptr<sys::Mmio> mmio(uint64_t, size_t len, const std::string&) override { return card->bar_mmio(bar, len); }
 };
 }  // namespace
 
@@ -236,7 +187,7 @@ void Card::install() {
     os_.add_device(real + "/resource0_resize", resize);
   }
   for (int b : {0, 2, 5}) {
-    auto f = std::make_shared<DeviceFile>();
+    auto f = std::make_shared<ResourceFile>();
     f->card = self, f->bar = b;
     os_.add_device(real + "/resource" + std::to_string(b), f);
   }
@@ -275,57 +226,20 @@ void Card::install() {
   const std::string group = std::to_string(kIommuGroup);
   os_.add_symlink(real + "/iommu_group", "../../../../kernel/iommu_groups/" + group);
   os_.add_symlink("/sys/kernel/iommu_groups/" + group + "/devices/" + addr, "../../../../devices/pci0000:00/0000:00:01.0/" + addr);
-  if (cfg_.binding != B::Vfio) return;
-  // vfio: container (type-1 IOMMU: DMA maps are the card's bus), group, device fd.
-  struct Vfio {
-    bool container_set = false;
-  };
-  auto state = std::make_shared<Vfio>();
-  auto container = std::make_shared<FunctionFile>();
-  container->on_ioctl = [w = std::weak_ptr<Card>(self), state](unsigned long req, void* arg) -> int {
-    auto value = reinterpret_cast<uintptr_t>(arg);
-    auto c = w.lock();
-    if (!c) return -ENODEV;
-    switch (req) {
-      case VFIO_GET_API_VERSION: return VFIO_API_VERSION;
-      case VFIO_CHECK_EXTENSION:
-        return c->config().vfio_noiommu ? value == VFIO_NOIOMMU_IOMMU : value == VFIO_TYPE1_IOMMU || value == VFIO_TYPE1v2_IOMMU;
-      case VFIO_SET_IOMMU: return state->container_set ? 0 : -EINVAL;
-      case VFIO_IOMMU_MAP_DMA: {
-        auto* m = static_cast<vfio_iommu_type1_dma_map*>(arg);
-        if (m->argsz < sizeof *m || !state->container_set || c->config().vfio_noiommu) return -EINVAL;
-        c->dma_map(m->iova, reinterpret_cast<uint8_t*>(m->vaddr), m->size);
-        return 0;
-      }
-      case VFIO_IOMMU_UNMAP_DMA: {
-        auto* u = static_cast<vfio_iommu_type1_dma_unmap*>(arg);
-        if (u->argsz < sizeof *u) return -EINVAL;
-        c->dma_unmap(u->iova);
-        return 0;
-      }
-    }
-    return -ENOTTY;
-  };
-  auto device = std::make_shared<DeviceFile>();
-  device->card = self;
-  device->config = config_copy.get();
-  auto group_file = std::make_shared<FunctionFile>();
-  group_file->on_ioctl = [this, state, device, config_copy, addr](unsigned long req, void* arg) -> int {
-    switch (req) {
-      case VFIO_GROUP_GET_STATUS: static_cast<vfio_group_status*>(arg)->flags = VFIO_GROUP_FLAGS_VIABLE; return 0;
-      case VFIO_GROUP_SET_CONTAINER:
-        if (os_.fd_path(*static_cast<int*>(arg)) != "/dev/vfio/vfio") return -EBADF;
-        state->container_set = true;
-        return 0;
-      case VFIO_GROUP_GET_DEVICE_FD:
-        if (!state->container_set) return -EINVAL;
-        if (addr != static_cast<const char*>(arg)) return -ENODEV;
-        return os_.add_fd(device, "vfio device " + addr);
-    }
-    return -ENOTTY;
-  };
-  os_.add_device("/dev/vfio/vfio", container);
-  os_.add_device(std::string("/dev/vfio/") + (cfg_.vfio_noiommu ? "noiommu-" : "") + group, group_file);
+  // vfio's nodes (card_vfio.cpp) exist only in a build with the Linux drivers, whose vfio path opens them.
+  if constexpr (UGPU_LINUX_DRIVERS)
+    if (cfg_.binding == B::Vfio) install_vfio(group, config_copy);
+}
+
+void* Card::bar0_memory(uint64_t offset, size_t len) const {
+  if (offset > bar0_bytes_ || len > bar0_bytes_ - offset) return nullptr;
+  return vram() + offset;
+}
+
+std::unique_ptr<sys::Mmio> Card::bar_mmio(int bar, size_t len) {
+  if (bar == 2) return std::make_unique<RegisterBar>(shared_from_this(), 2, std::min<size_t>(len, kDoorbellBarBytes));
+  if (bar == 5) return std::make_unique<RegisterBar>(shared_from_this(), 5, std::min<size_t>(len, kRegBarBytes));
+  return nullptr;
 }
 
 void Card::write_resource_file() {
@@ -637,6 +551,8 @@ uint8_t* Card::mc(uint64_t address, uint64_t size, Access a) {
 
 void Card::invalidate_tlb(bool) {
   ++invalidations_;
+  std::lock_guard lock(tlb_mu_);
+  ++tlb_generation_;  // a fill that read the tables before this must not land after it
   gmem_.unmap_range(0, ~uint64_t{0});
 }
 
@@ -686,6 +602,17 @@ std::optional<Card::Leaf> Card::leaf(uint64_t va, const VmContext& vm) {
 }
 
 bool Card::walk(uint64_t va) {
+  for (;;) {
+    uint64_t generation;
+    {
+      std::lock_guard lock(tlb_mu_);
+      generation = tlb_generation_;
+    }
+    if (auto filled = walk_once(va, generation)) return *filled;
+  }
+}
+
+std::optional<bool> Card::walk_once(uint64_t va, uint64_t generation) {
   ++walks_;
   const VmContext vm = vm_context();  // one read of the context registers per fill, however many leaves
   auto first = leaf(va, vm);
@@ -709,6 +636,13 @@ bool Card::walk(uint64_t va) {
     }
     return l.pa + l.size <= cfg_.vram_bytes && gmem_.map({l.va, l.size, l.pa, vram_, l.writable, l.executable});
   };
+  std::lock_guard lock(tlb_mu_);
+  if (generation != tlb_generation_) return std::nullopt;  // the tables changed while they were walked: again
+  if (map(run)) return true;
+  // A span filled from another address overlaps this run (the TLB caches spans, not pages; a fill from
+  // further on in a buffer covers only its tail): the run replaces it, so an access that starts here
+  // sees the whole buffer.
+  gmem_.evict(run.va, run.size);
   if (map(run) || map(*first)) return true;
   return gmem_.host(va, 1, Access::Read) != nullptr;  // raced with another fill of the same page
 }

@@ -1,5 +1,6 @@
 // The emulated AM card's insides, shared by its files: card.cpp (PCI plumbing, the register file, GMC,
-// IH, MEC and SDMA queues) and psp.cpp (the PSP and the SMU).
+// IH, MEC and SDMA queues), psp.cpp (the PSP and the SMU) and card_vfio.cpp (the vfio nodes; only in a
+// build with the Linux drivers).
 #pragma once
 #include <array>
 #include <atomic>
@@ -19,6 +20,7 @@
 #include "emu/gpu_memory.h"
 #include "hw/amd/psp.h"
 #include "hw/amd/registers.h"
+#include "sys/mmio.h"
 
 namespace ugpu::emu::amd {
 
@@ -50,6 +52,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   bool bar_read(int bar, uint64_t offset, std::span<uint8_t> out) override;
   bool bar_write(int bar, uint64_t offset, std::span<const uint8_t> data) override;
   void resize_bar0(uint64_t bytes);
+  void map_host_memory(uint64_t bus, uint8_t* host, uint64_t bytes) override { dma_map(bus, host, bytes); }
 
   // BAR accesses.
   uint32_t read_reg(uint32_t dword);
@@ -60,6 +63,10 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint64_t vram_bytes() const { return cfg_.vram_bytes; }
   uint64_t bar0_bytes() const { return bar0_bytes_; }
   static constexpr uint64_t kRegBarBytes = 2 << 20, kDoorbellBarBytes = 2 << 20;
+  // A device file's view of the BARs: BAR0's VRAM as memory (nullptr past what BAR0 shows), BAR2 and
+  // BAR5 as registers the model sees (nullptr for any other BAR).
+  void* bar0_memory(uint64_t offset, size_t len) const;
+  std::unique_ptr<sys::Mmio> bar_mmio(int bar, size_t len);
 
   // Buses: host memory the GPU reaches by DMA (vfio IOMMU mappings, or pagemap-published pages).
   void dma_map(uint64_t bus, uint8_t* host, uint64_t size);
@@ -77,6 +84,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   uint32_t& reg(const hw::amd::Register& r) { return regs_[addr(r)]; }
   void reset_registers();  // lock held
   void write_resource_file();
+  void install_vfio(const std::string& group, std::shared_ptr<std::vector<uint8_t>> config);  // card_vfio.cpp
   void build_handlers();
   void note(std::string line);     // the card's log; lock held or not (own lock)
   void problem(std::string line);  // ...and a fault, or a driver mistake the hardware would punish
@@ -95,6 +103,7 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   VmContext vm_context();
   std::optional<Leaf> leaf(uint64_t va, const VmContext& vm);
   bool walk(uint64_t va);
+  std::optional<bool> walk_once(uint64_t va, uint64_t generation);  // nullopt: an invalidation came between
   uint8_t* bus(uint64_t address, uint64_t size);
   void invalidate_tlb(bool gc);
   void page_fault(uint64_t va, Access a, const std::string& message);
@@ -146,6 +155,8 @@ class Card final : public AmCard, public std::enable_shared_from_this<Card> {
   mutable std::mutex log_mu_;
   std::vector<std::string> log_, faults_;
   std::atomic<uint64_t> invalidations_{0}, walks_{0}, interrupts_{0}, mode1_resets_{0};
+  std::mutex tlb_mu_;            // a TLB fill's insertion against an invalidation
+  uint64_t tlb_generation_ = 0;  // invalidations so far
 };
 
 // The PSP (MP0) and SMU (MP1) mailboxes and the KM ring.
