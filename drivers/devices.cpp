@@ -162,8 +162,11 @@ DefaultDevice default_device() {
   } catch (const Error&) {  // none, or no USB access
   }
   if (!UGPU_LINUX_DRIVERS)
-    return {"emu:amd:usb", "no GPU was found (no USB GPU enclosure; this build has no Linux drivers), so the emulated AMD GPU behind the emulated USB bridge runs it"};
-  return {"emu:amd", "no GPU was found (no /dev/kfd, no /dev/nvidiactl, no AMD GPU bound to vfio-pci, no USB GPU enclosure), so the emulated AMD GPU runs it"};
+    return {
+        "emu:amd:usb",
+        "no GPU was found (no USB GPU enclosure; this build has no Linux drivers), so the emulated AMD GPU behind the emulated USB bridge runs it"};
+  return {"emu:amd",
+          "no GPU was found (no /dev/kfd, no /dev/nvidiactl, no AMD GPU bound to vfio-pci, no USB GPU enclosure), so the emulated AMD GPU runs it"};
 }
 
 EmuAmPci make_emu_am_pci(const std::string& firmware_dir) {
