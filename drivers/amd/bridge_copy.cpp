@@ -102,7 +102,6 @@ void AmdDevice::bridge_copy_in(AmdInterface::BridgeMemory& b, uint64_t dst, std:
       // What the copy comes after has finished before the bridge is held: nothing it waits for can be
       // queued behind it.
       if (ordered) wait(done, v - 1, "the work before a copy in");
-      auto held = b.hold();
       auto q = make_sdma_queue(*this);
       for (const Chunk& k : plan) {
         uint64_t win = b.window_va[k.seq & 1];
@@ -112,7 +111,8 @@ void AmdDevice::bridge_copy_in(AmdInterface::BridgeMemory& b, uint64_t dst, std:
         q->write32(b.fence_va, k.seq + 1);
       }
       q->signal(done, v);
-      q->submit();
+      q->submit();           // before the bridge is held: a submit takes the ring's lock, then the bridge's
+      auto held = b.hold();  // while writes are queued nothing else may use the bulk OUT endpoint
       // Stream: a window is refilled once its last write has gone out and the GPU has drained the
       // chunk it carried (fence >= seq - 1); meanwhile the other window's write keeps the link busy.
       uint64_t writes[2] = {0, 0};
@@ -138,6 +138,7 @@ void AmdDevice::bridge_copy_in(AmdInterface::BridgeMemory& b, uint64_t dst, std:
       }
       for (uint64_t& w : writes)
         if (w) b.wait(std::exchange(w, 0));
+      held.reset();
       wait(done, v, "copy in through the USB bridge");
       bridge_chunks_ = base + uint32_t(first + plan.size());
     }
@@ -158,8 +159,7 @@ void AmdDevice::bridge_copy_out(AmdInterface::BridgeMemory& b, std::span<uint8_t
       const size_t count = std::min(per_submit, pieces - first);
       auto piece = [&](size_t i) { return std::pair(i * b.out_bytes, std::min(b.out_bytes, dst.size() - i * b.out_bytes)); };
       uint64_t v = next_timeline();
-      wait(timeline(), v - 1, "the work before a copy out");  // before the bridge is held
-      auto held = b.hold();                                   // the armed read's bulk IN: no streamed read may come between
+      wait(timeline(), v - 1, "the work before a copy out");
       // One submission: each piece waits for its go token, which the host sets once it has armed the
       // read, then fills the window and releases it.
       auto q = make_sdma_queue(*this);
@@ -171,7 +171,8 @@ void AmdDevice::bridge_copy_out(AmdInterface::BridgeMemory& b, std::span<uint8_t
         q->write32(b.release_va, 0);
       }
       q->signal(timeline(), v);
-      q->submit();
+      q->submit();           // before the bridge is held (see copy in)
+      auto held = b.hold();  // an armed read's bulk IN: no streamed read may come between
       std::vector<uint8_t> got(b.out_bytes);
       for (size_t i = first; i < first + count; ++i) {
         auto [at, n] = piece(i);
@@ -181,6 +182,7 @@ void AmdDevice::bridge_copy_out(AmdInterface::BridgeMemory& b, std::span<uint8_t
         std::memcpy(dst.data() + at, got.data(), n);
         std::memcpy(sram_.data(), got.data(), std::min(whole, sram_.size()));  // the SRAM now holds what was read
       }
+      held.reset();
       wait(timeline(), v, "copy out through the USB bridge");
     }
   } catch (const Error& e) {

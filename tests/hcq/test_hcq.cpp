@@ -559,6 +559,10 @@ TEST_CASE("hcq: a graph across two devices waits across them") {
   auto d0 = devices()[0].open(false).dev, d1 = devices().back().open(false).dev;
   auto s0 = drivers::load_kernel(*d0, ir::parse(kScale), "scale"), s1 = drivers::load_kernel(*d1, ir::parse(kScale), "scale");
   hcq::Buffer a = d0->alloc(4 * 4096), b = d0->alloc(4 * 4096), c = d1->alloc(4 * 4096), d = d1->alloc(4 * 4096);
+  if (!b.host || !c.host) {  // device 1 reads device 0's memory and waits on its signals
+    MESSAGE("not run: " << (b.host ? d1->name() : d0->name()) << " keeps its memory where another device cannot reach it (behind the USB bridge)");
+    return;
+  }
   hcq::Graph g;
   int first = g.exec(*d0, s0, {b.va, Val::variable(0)});
   int copy = g.copy(*d1, c.va, b.va, 4 * 4096, std::vector<int>{first});  // device 1 reads device 0's result

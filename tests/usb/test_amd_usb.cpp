@@ -1,7 +1,7 @@
 // emu:amd:usb: the AM driver on the emulated gfx1100 behind the emulated ASM24xx bridge — the kernel
 // suite against the CPU device, the SRAM-window copies at sizes around the window, the sentinel rule,
 // the wire model's accounting, and faults (a pulled cable, a stalled transfer, bridge errors, a link
-// that stays down), each ending in one line and a failed device, never a hang.
+// that stays down), each ending in one line — and a failed device, never a hang, once it is open.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -196,17 +196,20 @@ TEST_CASE("usb: a bulk transfer that stalls midway through a copy fails the devi
   CHECK(t.dev->error().find("a copy through the USB bridge failed midway") != std::string::npos);
 }
 
-TEST_CASE("usb: bridge errors on a register access are retried; past the retries the error names the bridge") {
-  Usb t;
-  hcq::Buffer b = t.dev->alloc(4096);
-  t.dev->synchronize();
-  t.bridge->fail_next_tlps(3, 1);  // retried: the work goes on
-  auto in = random_bytes(4096, 8);
-  std::vector<uint8_t> out(4096);
-  t.dev->copy_in(b, 0, in);
-  t.dev->copy_out(out, b, 0);
-  CHECK(out == in);
-  CHECK(!t.dev->failed());
+TEST_CASE("usb: the bridge's own TLP errors during enumeration are retried; past the retries the open fails naming them") {
+  {
+    drivers::EmuAmUsb e = drivers::make_emu_am_usb();
+    e.bridge->fail_next_tlps(3, 1);  // the first configuration requests fail in the bridge, then succeed
+    auto dev = drivers::open_emu_am_usb(e);
+    std::vector<uint8_t> in(4096, 0x5A), out(4096);
+    hcq::Buffer b = dev->alloc(in.size());
+    dev->copy_in(b, 0, in);
+    dev->copy_out(out, b, 0);
+    CHECK(out == in);
+  }
+  drivers::EmuAmUsb e = drivers::make_emu_am_usb();
+  e.bridge->fail_next_tlps(100, 1);
+  CHECK_THROWS_WITH_AS(drivers::open_emu_am_usb(e), Contains("failed in the bridge 11 times"), Error);
 }
 
 TEST_CASE("usb: a link that never trains is one line at open") {

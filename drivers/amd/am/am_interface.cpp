@@ -42,6 +42,7 @@ struct Mirrors {
     uint64_t vram = 0, size = 0;
     bool signals = false;
     std::vector<uint8_t> shadow;  // Signals memory only
+    uint64_t flushes = 0;         // a refresh that read VRAM before a flush finished must not merge what it read
   };
   std::map<uint64_t, Entry> by_va;
 };
@@ -145,19 +146,27 @@ class AmInterface final : public AmdInterface {
   void flush(const void* host, size_t bytes) override {
     if (!mirrors_ || !bytes) return;
     const uint64_t at = reinterpret_cast<uint64_t>(host);
+    uint64_t base, vram, first, end;
+    {
+      std::lock_guard lock(mirrors_->mu);
+      auto it = mirrors_->by_va.upper_bound(at);
+      if (it == mirrors_->by_va.begin()) throw Error(g_->name() + ": flush of host memory that is not GPU memory (" + hex(at) + ")");
+      --it;
+      const Mirrors::Entry& e = it->second;
+      const uint64_t off = at - it->first;
+      if (off + bytes > e.size)
+        throw Error(g_->name() + ": flush of " + std::to_string(bytes) + " bytes at " + hex(at) + " passes the end of its memory");
+      // Whole dwords: the bridge moves nothing smaller.
+      base = it->first, vram = e.vram, first = off & ~uint64_t{3}, end = std::min(e.size, (off + bytes + 3) & ~uint64_t{3});
+    }
+    // The bridge is not used under the lock: a thread holding the bridge (a copy) may refresh meanwhile.
+    std::vector<uint8_t> bytes_now(reinterpret_cast<const uint8_t*>(base) + first, reinterpret_cast<const uint8_t*>(base) + end);
+    g_->memory().vram_write(vram + first, bytes_now);
     std::lock_guard lock(mirrors_->mu);
-    auto it = mirrors_->by_va.upper_bound(at);
-    if (it == mirrors_->by_va.begin()) throw Error(g_->name() + ": flush of host memory that is not GPU memory (" + hex(at) + ")");
-    --it;
-    Mirrors::Entry& e = it->second;
-    const uint64_t off = at - it->first;
-    if (off + bytes > e.size)
-      throw Error(g_->name() + ": flush of " + std::to_string(bytes) + " bytes at " + hex(at) + " passes the end of its memory");
-    // Whole dwords: the bridge moves nothing smaller.
-    const uint64_t first = off & ~uint64_t{3}, end = std::min(e.size, (off + bytes + 3) & ~uint64_t{3});
-    const auto* src = reinterpret_cast<const uint8_t*>(it->first);
-    g_->memory().vram_write(e.vram + first, {src + first, end - first});
-    if (e.signals) std::memcpy(e.shadow.data() + first, src + first, end - first);
+    if (auto it = mirrors_->by_va.find(base); it != mirrors_->by_va.end() && it->second.signals) {
+      std::memcpy(it->second.shadow.data() + first, bytes_now.data(), bytes_now.size());
+      ++it->second.flushes;
+    }
   }
 
   Queue create_queue(const QueueSpec& s) override {
@@ -271,17 +280,29 @@ class AmInterface final : public AmdInterface {
   // signal values and queue pointers are 64-bit words the host reads atomically).
   void refresh() {
     if (!mirrors_) return;
-    std::lock_guard lock(mirrors_->mu);
-    for (auto& [va, e] : mirrors_->by_va) {
-      if (!e.signals) continue;
-      std::vector<uint8_t> now(e.size);
-      g_->memory().vram_read(e.vram, now);
-      for (uint64_t i = 0; i < e.size; i += 8) {
-        if (std::memcmp(now.data() + i, e.shadow.data() + i, 8) == 0) continue;
+    struct Look {
+      uint64_t va, vram, size, flushes;
+    };
+    std::vector<Look> looks;
+    {
+      std::lock_guard lock(mirrors_->mu);
+      for (const auto& [va, e] : mirrors_->by_va)
+        if (e.signals) looks.push_back({va, e.vram, e.size, e.flushes});
+    }
+    for (const Look& l : looks) {
+      std::vector<uint8_t> now(l.size);
+      g_->memory().vram_read(l.vram, now);  // not under the lock (see flush)
+      std::lock_guard lock(mirrors_->mu);
+      auto it = mirrors_->by_va.find(l.va);
+      // Freed meanwhile, or the host wrote some of it since: the next look takes it.
+      if (it == mirrors_->by_va.end() || it->second.vram != l.vram || it->second.flushes != l.flushes) continue;
+      std::vector<uint8_t>& shadow = it->second.shadow;
+      for (uint64_t i = 0; i < l.size; i += 8) {
+        if (std::memcmp(now.data() + i, shadow.data() + i, 8) == 0) continue;
         uint64_t v;
         std::memcpy(&v, now.data() + i, 8);
-        __atomic_store_n(reinterpret_cast<uint64_t*>(va + i), v, __ATOMIC_RELEASE);
-        std::memcpy(e.shadow.data() + i, &v, 8);
+        __atomic_store_n(reinterpret_cast<uint64_t*>(l.va + i), v, __ATOMIC_RELEASE);
+        std::memcpy(shadow.data() + i, &v, 8);
       }
     }
   }
