@@ -4,6 +4,8 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -137,12 +139,21 @@ void AmGpu::read_discovery(uint64_t vram_bytes) {
   if (at + table.size() <= vram_bar_->size()) {
     vram_bar_->copy_out(at, table);
   } else {  // BAR0 does not reach the top of VRAM: dword by dword through MM_INDEX/MM_DATA
-    for (size_t i = 0; i < table.size(); i += 4) {
+    // Only as far as the binary's header says it goes (each dword is a round trip behind the USB bridge).
+    size_t bytes = table.size();
+    uint32_t high = ~0u;
+    for (size_t i = 0; i < bytes; i += 4) {
       uint64_t a = at + i;
       regs_->write(r::BIF_BX_PF0_MM_INDEX, uint32_t(a) | 0x80000000u);
-      regs_->write(r::BIF_BX_PF0_MM_INDEX_HI, uint32_t(a >> 31));
+      if (uint32_t(a >> 31) != high) regs_->write(r::BIF_BX_PF0_MM_INDEX_HI, high = uint32_t(a >> 31));
       uint32_t v = regs_->read(r::BIF_BX_PF0_MM_DATA);
       std::memcpy(table.data() + i, &v, 4);
+      constexpr size_t kSize = offsetof(hw::amd::discovery::BinaryHeader, size);
+      if (i == kSize / 4 * 4) {
+        uint16_t size;
+        std::memcpy(&size, table.data() + kSize, 2);
+        bytes = std::clamp<size_t>((size + 3u) / 4 * 4, kSize + 4, table.size());  // a bad size is parse_discovery's to name
+      }
     }
   }
   disc_ = parse_discovery(table);
