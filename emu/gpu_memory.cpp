@@ -70,25 +70,15 @@ bool GpuMemory::unmap(uint64_t va) {
   return true;
 }
 
-size_t GpuMemory::unmap_range(uint64_t base, uint64_t length) {
-  std::vector<std::shared_ptr<Pages>> dropped;
-  std::unique_lock lock(mu_);
-  for (auto m = by_va_.lower_bound(base); m != by_va_.end() && m->first - base < length;) {
-    dropped.push_back(std::move(m->second.pages));
-    m = by_va_.erase(m);
-  }
-  lock.unlock();
-  size_t n = dropped.size();
-  retire(std::move(dropped));
-  return n;
-}
+size_t GpuMemory::unmap_range(uint64_t base, uint64_t length) { return drop(base, length, false); }
+size_t GpuMemory::evict(uint64_t base, uint64_t length) { return drop(base, length, true); }
 
-size_t GpuMemory::evict(uint64_t base, uint64_t length) {
+size_t GpuMemory::drop(uint64_t base, uint64_t length, bool overlapping) {
   std::vector<std::shared_ptr<Pages>> dropped;
   std::unique_lock lock(mu_);
   auto m = by_va_.lower_bound(base);
-  if (m != by_va_.begin() && std::prev(m)->first + std::prev(m)->second.length > base) m = std::prev(m);
-  while (m != by_va_.end() && m->first < base + length) {
+  if (overlapping && m != by_va_.begin() && std::prev(m)->first + std::prev(m)->second.length > base) m = std::prev(m);
+  while (m != by_va_.end() && (m->first < base || m->first - base < length)) {
     dropped.push_back(std::move(m->second.pages));
     m = by_va_.erase(m);
   }

@@ -76,6 +76,7 @@ class GpuMemory : public Memory {
   };
 
  private:
+  size_t drop(uint64_t base, uint64_t length, bool overlapping);  // unmap_range, evict
   void retire(std::vector<std::shared_ptr<Pages>> pages);
 
   mutable std::shared_mutex mu_;
