@@ -205,7 +205,7 @@ void AmdDevice::bridge_sync(AmdInterface::BridgeMemory& b) {
   auto held = b.hold();
   for (int w : {0, 1}) b.wait(b.write_window(w, std::span<const uint8_t>(sram_).first(b.window_bytes)));
   bridge_chunks_ = b.fence();
-  bridge_go_ = 0;  // the way in zeroed the go word
+  bridge_go_ = b.go();
 }
 
 }  // namespace ugpu::amd

@@ -80,6 +80,7 @@ class AmdInterface {
     virtual uint64_t write_window(int window, std::span<const uint8_t> bytes) = 0;
     virtual void wait(uint64_t write) = 0;
     virtual uint32_t fence() = 0;
+    virtual uint8_t go() = 0;  // the go byte now
     // Arms the copy-out window for `bytes` and then sets the go byte to `go`; read_out() reads the
     // window once the GPU has written the release word (within `timeout`). Hold the bridge across both.
     virtual void arm_out(size_t bytes, uint8_t go) = 0;

@@ -72,6 +72,7 @@ class UsbBridgeMemory final : public AmdInterface::BridgeMemory {
     std::memcpy(&f, v.data(), 4);
     return f;
   }
+  uint8_t go() override { return link_->bridge.xdata_read(uint16_t(u::kSysBuf.xdata + u::kGoOffset), 1)[0]; }
   void arm_out(size_t bytes, uint8_t go) override { link_->bridge.sram_arm_read_then_poke(bytes, uint16_t(u::kSysBuf.xdata + u::kGoOffset), go); }
   void read_out(std::span<uint8_t> out, std::chrono::milliseconds timeout) override { link_->bridge.sram_read_armed(out, timeout); }
 
