@@ -87,6 +87,7 @@ std::unique_ptr<hcq::Device> open_emu_nv() {
 std::unique_ptr<hcq::Device> open_amd_usb() {
   amd::AmdOptions o;
   o.name = "amd:usb";
+  o.compute_ring_bytes = amd::kUsbComputeRingBytes;
   return amd::open_am_usb(std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}), open_usb_bridge(), o);
 }
 // One row per device string, in the order `ugpu devices` lists them; a new way in or vendor is a new
@@ -203,6 +204,7 @@ EmuAmUsb make_emu_am_usb(const std::string& firmware_dir) {
 std::unique_ptr<hcq::Device> open_emu_am_usb(EmuAmUsb e) {
   amd::AmdOptions o;
   o.name = "emu:amd:usb", o.kind = "emulated gpu";
+  o.compute_ring_bytes = amd::kUsbComputeRingBytes;
   auto dev = amd::open_am_usb(e.os, e.bridge, o, e.options);
   dev->set_instruction_counter([card = std::weak_ptr(e.card)] {
     auto g = card.lock();

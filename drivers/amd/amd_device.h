@@ -20,6 +20,11 @@ namespace ugpu::amd {
 
 class AmdInterface;
 
+// Behind the USB bridge the compute ring is small (its VRAM is zeroed over the link when it opens, and
+// bound queues keep long command lists out of it); the SDMA ring keeps its size, as it holds the
+// bridge copies' programs.
+inline constexpr size_t kUsbComputeRingBytes = 64 << 10;
+
 struct AmdOptions {
   std::string name = "amd:kfd";  // the device string, for messages
   int index = 0;                 // which GPU (0 = the first)

@@ -68,6 +68,7 @@ Opened open_amd_pci(bool small_rings) {
 Opened open_amd_usb(bool small_rings) {
   amd::AmdOptions o = amd_options(small_rings);
   o.name = "amd:usb";
+  if (!small_rings) o.compute_ring_bytes = amd::kUsbComputeRingBytes;
   return {amd::open_am_usb(host_os(), drivers::open_usb_bridge(), o), {}, {}};
 }
 Opened open_nv_rm(bool small_rings) { return {nv::open_nv(host_os(), nv_options(small_rings)), {}, {}}; }
@@ -89,6 +90,7 @@ Opened open_emu_amd_usb(bool small_rings) {
   drivers::EmuAmUsb e = drivers::make_emu_am_usb();
   amd::AmdOptions o = amd_options(small_rings);
   o.name = "emu:amd:usb", o.kind = "emulated gpu";
+  if (!small_rings) o.compute_ring_bytes = amd::kUsbComputeRingBytes;  // as drivers/devices.cpp opens it
   return {amd::open_am_usb(e.os, e.bridge, o, e.options), [gpu = e.card] { return gpu->faults(); }, [gpu = e.card] { return gpu->stats().queues; }};
 }
 Opened open_emu_nv(bool small_rings) {
