@@ -185,29 +185,19 @@ TEST_CASE("usb: a submit after the cable is pulled fails the device instead of w
   CHECK_THROWS_AS(t.dev->synchronize(), hcq::DeviceError);
 }
 
-TEST_CASE("usb: a bulk transfer that stalls midway through a copy fails the device and names the stall") {
+TEST_CASE("usb: a bulk transfer that stalls midway through a copy fails the device and names the stall; recover() brings it back") {
   Usb t;
   hcq::Buffer b = t.dev->alloc(4 << 20);
   t.dev->synchronize();
   t.bridge->stall_bulk_after(6);
   auto in = random_bytes(4 << 20, 4);
   CHECK_THROWS_WITH_AS(t.dev->copy_in(b, 0, in), Contains("stalled"), hcq::DeviceError);
-  CHECK(t.dev->failed());
-  CHECK(t.dev->error().find("a copy through the USB bridge failed midway") != std::string::npos);
-}
-
-TEST_CASE("usb: after a copy that failed midway, recover() brings the device back and copies resume intact") {
-  Usb t;
-  hcq::Buffer b = t.dev->alloc(2 << 20);
-  t.dev->synchronize();
-  t.bridge->stall_bulk_after(3);
-  auto in = random_bytes(2 << 20, 12);
-  CHECK_THROWS_AS(t.dev->copy_in(b, 0, in), hcq::DeviceError);
   REQUIRE(t.dev->failed());
+  CHECK(t.dev->error().find("a copy through the USB bridge failed midway") != std::string::npos);
   t.dev->recover();  // the SDMA program left polling for a chunk is dropped with its queue
   CHECK(!t.dev->failed());
   std::vector<uint8_t> out(in.size());
-  t.dev->copy_in(b, 0, in);
+  t.dev->copy_in(b, 0, in);  // the windows are zeroed again and the counts read back from the bridge
   t.dev->copy_out(out, b, 0);
   CHECK(out == in);
   test::kernel_suite_matches_cpu(*t.dev);  // and kernels run
