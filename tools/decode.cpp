@@ -15,6 +15,7 @@
 #include "hw/amd/reg_trace.h"
 #include "hw/nv/methods.h"
 #include "hw/nv/qmd_launch.h"
+#include "hw/qcom/packets.h"
 #include "ir/text.h"
 #include "tools/args.h"
 #include "tools/compile.h"
@@ -24,11 +25,12 @@ namespace ugpu::tools {
 namespace {
 
 constexpr const char* kDecodeUsage =
-    "usage: ugpu decode [--sdma | --nv | --qmd V | --regs] FILE|-\n"
+    "usage: ugpu decode [--sdma | --nv | --qcom | --qmd V | --regs] FILE|-\n"
     "       ugpu decode --kernel NAME [--device D]\n"
     "The first form reads dwords written in hex (0x optional; spaces, commas or newlines between them)\n"
     "and prints one line per PM4 packet (SDMA with --sdma; NVIDIA pushbuffer methods with --nv, taking\n"
-    "ugpu's subchannels: compute on 1, copy on 4; the fields of a QMD of version V = 3, 4 or 5 with\n"
+    "ugpu's subchannels: compute on 1, copy on 4; Adreno CP type-4/type-7 packets with --qcom; the fields\n"
+    "of a QMD of version V = 3, 4 or 5 with\n"
     "--qmd), stopping at the first it cannot decode and saying why; with --regs it reads a register log\n"
     "of `ugpu bringup --trace` and names every register read and written. The second runs a built-in kernel\n"
     "(`ugpu compile --help` lists them) once on a GPU device (default: emu:amd; emu:nv and nv for NVIDIA)\n"
@@ -83,12 +85,13 @@ int decode_kernel(const std::string& name, const std::string& device) {
 }  // namespace
 
 int decode_command(const std::vector<std::string>& args) {
-  bool sdma = false, nvidia = false, regs = false;
+  bool sdma = false, nvidia = false, qcom = false, regs = false;
   int qmd = 0;
   std::string file, kernel, device;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--sdma") sdma = true;
     else if (args[i] == "--nv") nvidia = true;
+    else if (args[i] == "--qcom") qcom = true;
     else if (args[i] == "--regs") regs = true;
     else if (args[i] == "--qmd" && i + 1 < args.size()) qmd = static_cast<int>(parse_integer(args[++i], "--qmd (the QMD version)", 3, 5));
     else if (args[i] == "--kernel" && i + 1 < args.size()) kernel = args[++i];
@@ -111,6 +114,7 @@ int decode_command(const std::vector<std::string>& args) {
     hw::nv::decode_qmd(layout, words);  // throws, naming the field, for a QMD a GPU would not launch
     return 0;
   }
+  if (qcom) return std::fputs(hw::qcom::describe_stream(words).c_str(), stdout), 0;  // throws, naming the dword, where it cannot decode
   if (nvidia) {
     std::string text = hw::nv::describe_pushbuffer(words, hw::nv::kUgpuSubchannels);
     std::fputs(text.c_str(), stdout);

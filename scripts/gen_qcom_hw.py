@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Writes the Adreno hardware tables ugpu uses, read from Debian's linux-source-6.12 tarball
+(drivers/gpu/drm/msm/registers/adreno/, the register database freedreno and Linux's msm driver share):
+
+  hw/qcom/pm4_opcodes.h   the CP's type-7 packet opcodes and the event types CP_EVENT_WRITE takes, as
+                          the A6XX generation numbers them (adreno_pm4.xml), with a name table for decoders
+  hw/qcom/a6xx_regs.h     the A6XX registers the compute path programs or reads (a6xx.xml), with their
+                          bit fields (inline, or from the bitset a register names as its type), and a
+                          table of them by offset for decoders
+
+Only what ugpu uses is kept (the lists below); add a name there and rerun.
+
+    scripts/gen_qcom_hw.py -o hw/qcom            (writes both files)
+    scripts/gen_qcom_hw.py --check hw/qcom       (exit 1 if a file differs; exit 77 when the tarball is
+                                                 missing: apt-get install linux-source-6.12)
+"""
+import argparse
+import os
+import re
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+
+TARBALL = '/usr/src/linux-source-6.12.tar.xz'
+ADRENO = 'linux-source-6.12/drivers/gpu/drm/msm/registers/adreno/'
+GENERATION = 6  # the variant the tables are for: A6XX
+
+# The CP packets the compute path emits or a decoder must name.
+OPCODES = ['CP_NOP', 'CP_WAIT_FOR_IDLE', 'CP_WAIT_MEM_WRITES', 'CP_WAIT_REG_MEM', 'CP_REG_TO_MEM', 'CP_MEM_WRITE', 'CP_EVENT_WRITE',
+           'CP_SET_MARKER', 'CP_LOAD_STATE6_FRAG', 'CP_LOAD_STATE6_GEOM', 'CP_EXEC_CS', 'CP_EXEC_CS_INDIRECT', 'CP_RUN_OPENCL',
+           'CP_INDIRECT_BUFFER', 'CP_MEM_TO_MEM', 'CP_MEMCPY', 'CP_WAIT_FOR_ME', 'CP_SET_MODE']
+EVENTS = ['CACHE_FLUSH_TS', 'CACHE_INVALIDATE', 'WT_DONE_TS', 'RB_DONE_TS']
+# The A6XX registers of the compute dispatch (tinygrad's ops_qcom.py sequence, by offset in a6xx.xml).
+REGISTERS = ['CP_ALWAYS_ON_COUNTER', 'HLSQ_INVALIDATE_CMD', 'SP_CS_TEX_COUNT', 'SP_CS_IBO_COUNT', 'SP_MODE_CONTROL', 'SP_PERFCTR_ENABLE',
+             'SP_TP_MODE_CNTL', 'TPL1_DBG_ECO_CNTL', 'HLSQ_CS_NDRANGE_0', 'HLSQ_CS_NDRANGE_1', 'HLSQ_CS_NDRANGE_2', 'HLSQ_CS_NDRANGE_3',
+             'HLSQ_CS_NDRANGE_4', 'HLSQ_CS_NDRANGE_5', 'HLSQ_CS_NDRANGE_6', 'HLSQ_CS_CNTL_0', 'HLSQ_CS_CNTL_1', 'HLSQ_CS_KERNEL_GROUP_X',
+             'HLSQ_CS_KERNEL_GROUP_Y', 'HLSQ_CS_KERNEL_GROUP_Z', 'HLSQ_CS_CNTL', 'SP_CS_CTRL_REG0', 'SP_CS_OBJ_FIRST_EXEC_OFFSET',
+             'SP_CS_OBJ_START', 'SP_CS_PVT_MEM_PARAM', 'SP_CS_PVT_MEM_ADDR', 'SP_CS_PVT_MEM_SIZE', 'SP_CS_TEX_SAMP', 'SP_CS_TEX_CONST',
+             'SP_CS_IBO', 'SP_CS_CONFIG', 'SP_CS_INSTRLEN', 'SP_CS_PVT_MEM_HW_STACK_OFFSET', 'HLSQ_CS_UNKNOWN_B9D0', 'HLSQ_SHARED_CONSTS']
+
+
+def strip_ns(root):
+    for e in root.iter():
+        if '}' in e.tag:
+            e.tag = e.tag.split('}', 1)[1]
+    return root
+
+
+def covers(variants):
+    """Whether a `variants` attribute ("A6XX", "A5XX-", "A2XX-A6XX", "A6XX,A7XX") includes A6XX."""
+    if not variants:
+        return True
+    for part in variants.split(','):
+        m = re.fullmatch(r'\s*A(\d)XX(-)?(?:A(\d)XX)?\s*', part)
+        if not m:
+            sys.exit('gen_qcom_hw.py: cannot read variants="%s"' % variants)
+        lo = int(m.group(1))
+        hi = int(m.group(3)) if m.group(3) else (99 if m.group(2) else lo)
+        if lo <= GENERATION <= hi:
+            return True
+    return False
+
+
+def read_sources(tarball):
+    out = {}
+    with tarfile.open(tarball, 'r:xz') as t:
+        for name in ('adreno_pm4.xml', 'a6xx.xml'):
+            try:
+                out[name] = strip_ns(ET.fromstring(t.extractfile(ADRENO + name).read()))
+            except KeyError:
+                sys.exit('gen_qcom_hw.py: %s lacks %s' % (tarball, ADRENO + name))
+    return out
+
+
+def enum_values(root, enum_name, wanted):
+    values = {}
+    for e in root.iter('enum'):
+        if e.get('name') != enum_name:
+            continue
+        for v in e.iter('value'):
+            if v.get('name') in wanted and covers(v.get('variants')):
+                values[v.get('name')] = int(v.get('value'), 0)
+    missing = [n for n in wanted if n not in values]
+    if missing:
+        sys.exit('gen_qcom_hw.py: %s lacks %s for A6XX' % (enum_name, ', '.join(missing)))
+    return values
+
+
+def fields_of(node, bitsets):
+    """(name, low, high) of a register's bit fields: its bitset type's and its own, or its low/high range."""
+    out = fields_of(bitsets[node.get('type')], bitsets) if node.get('type') in bitsets else []
+    for f in node.findall('bitfield'):
+        if not covers(f.get('variants')):
+            continue
+        if f.get('pos') is not None:
+            lo = hi = int(f.get('pos'))
+        else:
+            lo, hi = int(f.get('low')), int(f.get('high'))
+        out = [g for g in out if g[0] != f.get('name')] + [(f.get('name'), lo, hi)]
+    if not out and node.get('low') is not None:
+        out = [('VALUE', int(node.get('low')), int(node.get('high')))]
+    return sorted(out, key=lambda f: f[1])
+
+
+def registers(a6xx):
+    bitsets = {b.get('name'): b for b in a6xx.iter('bitset')}
+    domain = next(d for d in a6xx.iter('domain') if d.get('name') == 'A6XX')
+    found = {}
+    for r in domain:
+        if r.tag not in ('reg32', 'reg64') or r.get('name') not in REGISTERS or not covers(r.get('variants')):
+            continue
+        found[r.get('name')] = (int(r.get('offset'), 0), 2 if r.tag == 'reg64' else 1, fields_of(r, bitsets))
+    missing = [n for n in REGISTERS if n not in found]
+    if missing:
+        sys.exit('gen_qcom_hw.py: a6xx.xml lacks %s for A6XX' % ', '.join(missing))
+    return sorted(found.items(), key=lambda kv: kv[1][0])
+
+
+HEADER = '// Generated by scripts/gen_qcom_hw.py from Debian linux-source-6.12 (drivers/gpu/drm/msm/registers/adreno/%s).\n// Do not edit.%s\n'
+
+
+def pm4_file(src):
+    ops = enum_values(src['adreno_pm4.xml'], 'adreno_pm4_type3_packets', OPCODES)
+    events = enum_values(src['adreno_pm4.xml'], 'vgt_event_type', EVENTS)
+    out = [HEADER % ('adreno_pm4.xml', ' The CP packet opcodes (type 7) and CP_EVENT_WRITE event types of A6XX.'), '#pragma once', '#include <cstdint>', '',
+           'namespace ugpu::hw::qcom::pm4 {', '']
+    out.append('enum Opcode : uint8_t {')
+    out += ['  %s = 0x%02x,' % (n, v) for n, v in sorted(ops.items(), key=lambda kv: kv[1])]
+    out += ['};', '', 'enum Event : uint8_t {']
+    out += ['  %s = %d,' % (n, v) for n, v in sorted(events.items(), key=lambda kv: kv[1])]
+    out += ['};', '', 'struct OpcodeName {', '  uint8_t opcode;', '  const char* name;', '};', 'inline constexpr OpcodeName kOpcodes[] = {']
+    out += ['    {%s, "%s"},' % (n, n) for n, _ in sorted(ops.items(), key=lambda kv: kv[1])]
+    out += ['};', '', '}  // namespace ugpu::hw::qcom::pm4', '']
+    return '\n'.join(out)
+
+
+def regs_file(src):
+    regs = registers(src['a6xx.xml'])
+    out = [HEADER % ('a6xx.xml', ' The A6XX registers of the compute path, with their bit fields; offsets in dwords.'), '#pragma once',
+           '#include "hw/qcom/registers.h"', '', 'namespace ugpu::hw::qcom::a6xx {', '']
+    for name, (offset, dwords, fields) in regs:
+        out.append('inline constexpr Register %s{"%s", 0x%04x, %d};' % (name, name, offset, dwords))
+        if fields:
+            out.append('namespace %s_fields {' % name)
+            out += ['inline constexpr Field %s{"%s", %d, %d};' % (f, f, lo, hi) for f, lo, hi in fields]
+            out.append('}  // namespace %s_fields' % name)
+    out += ['', '// Every register above, by offset: what a decoder names.', 'inline constexpr Register kRegisters[] = {']
+    out += ['    %s,' % name for name, _ in regs]
+    out += ['};', '', '}  // namespace ugpu::hw::qcom::a6xx', '']
+    return '\n'.join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('-o', '--out', help='directory to write to')
+    ap.add_argument('--check', help='directory whose files must match')
+    ap.add_argument('--tarball', default=TARBALL)
+    a = ap.parse_args()
+    if not os.path.exists(a.tarball):
+        print('gen_qcom_hw.py: %s is missing (apt-get install linux-source-6.12); not checked' % a.tarball)
+        sys.exit(77 if a.check else 1)
+    src = read_sources(a.tarball)
+    files = {'pm4_opcodes.h': pm4_file(src), 'a6xx_regs.h': regs_file(src)}
+    if a.check:
+        bad = [n for n, text in files.items() if not os.path.exists(os.path.join(a.check, n)) or open(os.path.join(a.check, n)).read() != text]
+        for n in bad:
+            print('gen_qcom_hw.py: %s differs from what linux-source-6.12 gives; rerun scripts/gen_qcom_hw.py -o %s' % (os.path.join(a.check, n), a.check))
+        sys.exit(1 if bad else 0)
+    if not a.out:
+        ap.error('-o DIR or --check DIR')
+    for n, text in files.items():
+        with open(os.path.join(a.out, n), 'w') as f:
+            f.write(text)
+
+
+if __name__ == '__main__':
+    main()
