@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "hw/qcom/a6xx_regs.h"
+#include "hw/qcom/kgsl.h"
 #include "hw/qcom/packets.h"
 #include "hw/qcom/pm4_opcodes.h"
 
@@ -110,4 +111,21 @@ TEST_CASE("qcom: the stream decoder names packets and registers, and refuses wha
   CHECK_THROWS_WITH_AS(describe_stream(std::vector<uint32_t>{type7_header(pm4::CP_EXEC_CS, 4), 0}), Contains("runs past the end"), Error);
   CHECK_THROWS_WITH_AS(describe_stream(std::vector<uint32_t>{type7_header(0x7e, 0)}), Contains("not in the A6XX tables"), Error);
   CHECK_THROWS_WITH_AS(describe_stream(std::vector<uint32_t>{0x70108000u ^ 0x8000u}), Contains("dword 0"), Error);
+}
+
+TEST_CASE("qcom: the kgsl ABI: request numbers as the kernel decodes them, and the flags the context and allocations take") {
+  namespace k = hw::qcom::kgsl;
+  // A request carries direction, size, type and number: the kernel's dispatch reads them back.
+  for (uint32_t r : {k::kDeviceGetProperty, k::kDrawctxtCreate, k::kGpuobjAlloc, k::kGpuCommand, k::kMapUserMem}) {
+    CHECK((r >> 8 & 0xff) == k::kIocType);
+    CHECK((r >> 30) == 3);  // read and write: these return results in the struct
+  }
+  CHECK((k::kGpuCommand >> 16 & 0x3fff) == sizeof(k::GpuCommand));
+  CHECK((k::kWaitTimestampCtxtid >> 30) == 1);
+  // The context tinygrad creates: preamble, no GMEM, power constraint, no fault tolerance, priority 8,
+  // fine-grained preemption.
+  uint32_t flags = k::kContextPreamble | k::kContextNoGmemAlloc | k::kContextPwrConstraint | k::kContextNoFaultTolerance |
+                   8u << k::kContextPriorityShift | k::kContextPreemptFinegrain << k::kContextPreemptStyleShift;
+  CHECK(flags == 0x04008A12u);
+  CHECK(((flags & k::kContextPriorityMask) >> k::kContextPriorityShift) == 8);
 }
