@@ -176,6 +176,15 @@ void Device::make_staging() {
 
 void Device::copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src) {
   check_range(dst, offset, src.size(), "copy in");
+  copy_in_at(dst.va + offset, src);
+}
+
+void Device::copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset) {
+  check_range(src, offset, dst.size(), "copy out");
+  copy_out_at(dst, src.va + offset);
+}
+
+void Device::copy_in_at(uint64_t va, std::span<const uint8_t> src) {
   make_staging();
   for (size_t done = 0; done < src.size();) {
     Staging& st = staging_[staging_next_++ % staging_.size()];
@@ -184,22 +193,21 @@ void Device::copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> 
     std::memcpy(st.buf.host, src.data() + done, n);
     uint64_t v = next_timeline();
     auto cq = copy_queue();
-    cq->wait(*timeline_, v - 1).copy(dst.va + offset + done, st.buf.va, n).signal(*timeline_, v);
+    cq->wait(*timeline_, v - 1).copy(va + done, st.buf.va, n).signal(*timeline_, v);
     cq->submit();
     st.done_at = v;
     done += n;
   }
 }
 
-void Device::copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset) {
-  check_range(src, offset, dst.size(), "copy out");
+void Device::copy_out_at(std::span<uint8_t> dst, uint64_t va) {
   make_staging();
   Staging& st = staging_[0];  // each chunk is read back before the next is copied into it
   for (size_t done = 0; done < dst.size();) {
     size_t n = std::min(staging_size_, dst.size() - done);
     uint64_t v = next_timeline();
     auto cq = copy_queue();
-    cq->wait(*timeline_, v - 1).copy(st.buf.va, src.va + offset + done, n).signal(*timeline_, v);
+    cq->wait(*timeline_, v - 1).copy(st.buf.va, va + done, n).signal(*timeline_, v);
     cq->submit();
     wait(*timeline_, v, "copy out");
     std::memcpy(dst.data() + done, st.buf.host, n);

@@ -158,9 +158,8 @@ class Device {
   Buffer alloc_host(size_t bytes) { return alloc_staging(bytes); }
   // Copies between host memory and a buffer in chunks through staging buffers (any size, any
   // alignment); ranges outside the buffer are refused.
-  // A driver whose copies take another path (the USB bridge's windows) overrides both.
-  virtual void copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src);
-  virtual void copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset);
+  void copy_in(const Buffer& dst, size_t offset, std::span<const uint8_t> src);
+  void copy_out(std::span<uint8_t> dst, const Buffer& src, size_t offset);
 
   bool failed() const;
   std::string error() const;
@@ -200,6 +199,10 @@ class Device {
   // Zeroes memory the host cannot reach (host null) before alloc() hands it out; by default with
   // copy_in.
   virtual void clear(const Buffer& b);
+  // copy_in / copy_out once the range is checked: through the staging buffers by default; a driver
+  // whose copies take another path (the USB bridge's windows) overrides both.
+  virtual void copy_in_at(uint64_t va, std::span<const uint8_t> src);
+  virtual void copy_out_at(std::span<uint8_t> dst, uint64_t va);
   size_t heap_chunk_ = 64 << 20, heap_block_max_ = 4 << 20, cache_limit_ = 256 << 20;
   virtual void sleep_for_progress(std::chrono::microseconds max);  // default: a short sleep
   // Marks the device failed (the first reason sticks) and calls on_fail(), where a driver stops

@@ -23,6 +23,8 @@ import re
 import sys
 import tarfile
 
+from hw_tables import write_or_check
+
 TARBALL = '/usr/src/linux-source-6.12.tar.xz'
 AMD = 'linux-source-6.12/drivers/gpu/drm/amd/'
 FILES = {
@@ -245,20 +247,7 @@ def main():
         print('gen_amd_hw.py: %s is missing (apt-get install linux-source-6.12); not checked' % a.tarball)
         sys.exit(77 if a.check else 1)
     src = read_sources(a.tarball)
-    files = {'gfx11_regs.h': gen_regs(src), 'sdma6_packets.h': gen_sdma(src), 'am11_regs.h': gen_am(src)}
-    bad = 0
-    for name, text in files.items():
-        if a.check:
-            path = os.path.join(a.check, name)
-            if not os.path.exists(path) or open(path).read() != text:
-                print('gen_amd_hw.py: %s differs from what the generator writes; rerun scripts/gen_amd_hw.py -o %s' % (path, a.check))
-                bad = 1
-        else:
-            with open(os.path.join(a.out or '.', name), 'w') as f:
-                f.write(text)
-    if a.check and not bad:
-        print('gen_amd_hw.py: %s match the generator' % ', '.join(files))
-    sys.exit(bad)
+    write_or_check('gen_amd_hw.py', {'gfx11_regs.h': gen_regs(src), 'sdma6_packets.h': gen_sdma(src), 'am11_regs.h': gen_am(src)}, a.out, a.check)
 
 
 if __name__ == '__main__':

@@ -21,6 +21,8 @@ import os
 import re
 import sys
 
+from hw_tables import write_or_check
+
 # (C++ name, header, define prefix, major, minor, bytes)
 LAYOUTS = [
     ('QmdV03_00', 'classes/compute/clcbc0qmd.h', 'NVCBC0_QMDV03_00', 3, 0, 256),
@@ -174,16 +176,7 @@ def main():
     if not os.path.isdir(a.ogd):
         print('gen_nv_qmd.py: %s is missing; not checked' % a.ogd)
         sys.exit(77 if a.check else 1)
-    text = gen(a.ogd)
-    if a.check:
-        path = os.path.join(a.check, 'qmd_fields.h')
-        if not os.path.exists(path) or open(path).read() != text:
-            print('gen_nv_qmd.py: %s differs from what the generator writes; rerun with -o %s' % (path, a.check))
-            sys.exit(1)
-        print('gen_nv_qmd.py: %s matches the generator' % path)
-        return
-    with open(os.path.join(a.out or '.', 'qmd_fields.h'), 'w') as f:
-        f.write(text)
+    write_or_check('gen_nv_qmd.py', {'qmd_fields.h': gen(a.ogd)}, a.out, a.check)
 
 
 if __name__ == '__main__':

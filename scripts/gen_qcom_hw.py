@@ -21,6 +21,8 @@ import sys
 import tarfile
 import xml.etree.ElementTree as ET
 
+from hw_tables import write_or_check
+
 TARBALL = '/usr/src/linux-source-6.12.tar.xz'
 ADRENO = 'linux-source-6.12/drivers/gpu/drm/msm/registers/adreno/'
 GENERATION = 6  # the variant the tables are for: A6XX
@@ -160,17 +162,9 @@ def main():
         print('gen_qcom_hw.py: %s is missing (apt-get install linux-source-6.12); not checked' % a.tarball)
         sys.exit(77 if a.check else 1)
     src = read_sources(a.tarball)
-    files = {'pm4_opcodes.h': pm4_file(src), 'a6xx_regs.h': regs_file(src)}
-    if a.check:
-        bad = [n for n, text in files.items() if not os.path.exists(os.path.join(a.check, n)) or open(os.path.join(a.check, n)).read() != text]
-        for n in bad:
-            print('gen_qcom_hw.py: %s differs from what linux-source-6.12 gives; rerun scripts/gen_qcom_hw.py -o %s' % (os.path.join(a.check, n), a.check))
-        sys.exit(1 if bad else 0)
-    if not a.out:
+    if not a.check and not a.out:
         ap.error('-o DIR or --check DIR')
-    for n, text in files.items():
-        with open(os.path.join(a.out, n), 'w') as f:
-            f.write(text)
+    write_or_check('gen_qcom_hw.py', {'pm4_opcodes.h': pm4_file(src), 'a6xx_regs.h': regs_file(src)}, a.out, a.check)
 
 
 if __name__ == '__main__':

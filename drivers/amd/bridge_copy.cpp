@@ -25,13 +25,9 @@ uint32_t load32(const uint8_t* p) {
 }
 }  // namespace
 
-void AmdDevice::copy_in(const hcq::Buffer& dst, size_t offset, std::span<const uint8_t> src) {
-  AmdInterface::BridgeMemory* b = way_in_->bridge_memory();
-  if (!b) return Device::copy_in(dst, offset, src);
-  if (offset > dst.size || src.size() > dst.size - offset)
-    throw Error("copy in of " + std::to_string(src.size()) + " bytes at offset " + std::to_string(offset) + " is outside the " +
-                std::to_string(dst.size) + "-byte buffer");
-  bridge_copy_in(*b, dst.va + offset, src, true);
+void AmdDevice::copy_in_at(uint64_t va, std::span<const uint8_t> src) {
+  if (AmdInterface::BridgeMemory* b = way_in_->bridge_memory()) return bridge_copy_in(*b, va, src, true);
+  Device::copy_in_at(va, src);
 }
 
 void AmdDevice::upload(const hcq::Buffer& dst, std::span<const uint8_t> bytes) {
@@ -50,13 +46,9 @@ void AmdDevice::clear(const hcq::Buffer& dst) {
     bridge_copy_in(*b, dst.va + done, std::span(zeros).first(std::min(zeros.size(), dst.size - done)), false);
 }
 
-void AmdDevice::copy_out(std::span<uint8_t> dst, const hcq::Buffer& src, size_t offset) {
-  AmdInterface::BridgeMemory* b = way_in_->bridge_memory();
-  if (!b) return Device::copy_out(dst, src, offset);
-  if (offset > src.size || dst.size() > src.size - offset)
-    throw Error("copy out of " + std::to_string(dst.size()) + " bytes at offset " + std::to_string(offset) + " is outside the " +
-                std::to_string(src.size) + "-byte buffer");
-  bridge_copy_out(*b, dst, src.va + offset);
+void AmdDevice::copy_out_at(std::span<uint8_t> dst, uint64_t va) {
+  if (AmdInterface::BridgeMemory* b = way_in_->bridge_memory()) return bridge_copy_out(*b, dst, va);
+  Device::copy_out_at(dst, va);
 }
 
 void AmdDevice::bridge_copy_in(AmdInterface::BridgeMemory& b, uint64_t dst, std::span<const uint8_t> src, bool ordered) {
@@ -76,8 +68,7 @@ void AmdDevice::bridge_copy_in(AmdInterface::BridgeMemory& b, uint64_t dst, std:
     std::memset(w + k.len, 0, k.wire - 4 - k.len);
     std::memcpy(w + k.wire - 4, &k.sentinel, 4);
   };
-  // Chunks per submission: a submission takes at most half the SDMA ring (19 dwords a chunk).
-  const size_t per_submit = std::max<size_t>(1, std::min<size_t>(4096, ring(true).dwords / 2 / 24));
+  const size_t per_submit = bridge_batch();
   const size_t chunks = (src.size() + payload - 1) / payload;
   const uint32_t base = bridge_chunks_;
   if (!bridge_done_) bridge_done_ = new_signal(0);
@@ -153,7 +144,7 @@ void AmdDevice::bridge_copy_out(AmdInterface::BridgeMemory& b, std::span<uint8_t
   std::lock_guard lock(bridge_mu_);
   bridge_sync(b);
   const size_t pieces = (dst.size() + b.out_bytes - 1) / b.out_bytes;
-  const size_t per_submit = std::max<size_t>(1, std::min<size_t>(4096, ring(true).dwords / 2 / 24));
+  const size_t per_submit = bridge_batch();
   try {
     for (size_t first = 0; first < pieces; first += per_submit) {
       const size_t count = std::min(per_submit, pieces - first);
@@ -189,6 +180,11 @@ void AmdDevice::bridge_copy_out(AmdInterface::BridgeMemory& b, std::span<uint8_t
     sram_.clear();
     bridge_failed(e);
   }
+}
+
+size_t AmdDevice::bridge_batch() {
+  // A submission takes at most half the SDMA ring; a chunk or piece takes under 24 dwords of it.
+  return std::max<size_t>(1, std::min<size_t>(4096, ring(true).dwords / 2 / 24));
 }
 
 void AmdDevice::bridge_failed(const Error& e) {

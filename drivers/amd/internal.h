@@ -100,9 +100,6 @@ class AmdDevice : public hcq::Device {
   uint64_t ring_waits() const override;
   std::shared_ptr<uint32_t[]> command_memory(size_t dwords) override;
   void host_wrote(const void* host, size_t bytes) override;
-  // Through the USB bridge's SRAM windows where the way in has them (bridge_copy.cpp), else staging buffers.
-  void copy_in(const hcq::Buffer& dst, size_t offset, std::span<const uint8_t> src) override;
-  void copy_out(std::span<uint8_t> dst, const hcq::Buffer& src, size_t offset) override;
   // Fresh memory (no queued work uses it): the host's bytes, or zeros, at once and outside the timeline.
   void upload(const hcq::Buffer& dst, std::span<const uint8_t> bytes);
   const AmdInterface::Facts& facts() const { return way_in_->facts(); }
@@ -126,6 +123,9 @@ class AmdDevice : public hcq::Device {
   hcq::Buffer alloc_staging(size_t bytes) override;  // the process's own pages, mapped for the GPU
   hcq::Buffer alloc_argument_memory(size_t bytes) override;
   void clear(const hcq::Buffer& b) override;
+  // Through the USB bridge's SRAM windows where the way in has them (bridge_copy.cpp), else staging buffers.
+  void copy_in_at(uint64_t va, std::span<const uint8_t> src) override;
+  void copy_out_at(std::span<uint8_t> dst, uint64_t va) override;
   void sleep_for_progress(std::chrono::microseconds max) override;
   void on_fail() override;
 
@@ -139,6 +139,7 @@ class AmdDevice : public hcq::Device {
   void bridge_copy_in(AmdInterface::BridgeMemory& b, uint64_t dst, std::span<const uint8_t> src, bool ordered);
   void bridge_copy_out(AmdInterface::BridgeMemory& b, std::span<uint8_t> dst, uint64_t src);
   void bridge_sync(AmdInterface::BridgeMemory& b);  // bridge_mu_ held
+  size_t bridge_batch();                            // chunks or pieces per SDMA submission
   [[noreturn]] void bridge_failed(const Error& e);  // marks the device failed, throws
   void check_exceptions();                          // turns a reported fault into fail()
   [[noreturn]] void lost(const Error& e);           // the way in is gone (the USB bridge): fail, throw DeviceError

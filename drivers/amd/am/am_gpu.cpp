@@ -99,19 +99,22 @@ void Regs::start_trace() {
 
 // ---- the device ----
 
-std::shared_ptr<AmGpu> AmGpu::open(sys::Os& os, const AmOptions& o) {
+std::shared_ptr<AmGpu> AmGpu::with_options(const AmOptions& o) {
   std::shared_ptr<AmGpu> g(new AmGpu());
   g->o_ = o;
   if (const char* e = std::getenv("UGPU_AM_RESET"); e && std::string(e) == "1") g->o_.force_reset = true;
+  return g;
+}
+
+std::shared_ptr<AmGpu> AmGpu::open(sys::Os& os, const AmOptions& o) {
+  auto g = with_options(o);
   g->boot(os);
   return g;
 }
 
 std::shared_ptr<AmGpu> AmGpu::open(std::shared_ptr<sys::Os> os, const AmOptions& o) {
-  std::shared_ptr<AmGpu> g(new AmGpu());
+  auto g = with_options(o);
   g->os_keep_ = os;
-  g->o_ = o;
-  if (const char* e = std::getenv("UGPU_AM_RESET"); e && std::string(e) == "1") g->o_.force_reset = true;
   g->boot(*os);
   return g;
 }
@@ -160,11 +163,9 @@ void AmGpu::read_discovery(uint64_t vram_bytes) {
 }
 
 std::shared_ptr<AmGpu> AmGpu::open(std::shared_ptr<sys::Os> os, std::unique_ptr<sys::PciDevice> pci, const AmOptions& o, std::shared_ptr<void> keep) {
-  std::shared_ptr<AmGpu> g(new AmGpu());
+  auto g = with_options(o);
   g->os_keep_ = os;
   g->keep_ = std::move(keep);
-  g->o_ = o;
-  if (const char* e = std::getenv("UGPU_AM_RESET"); e && std::string(e) == "1") g->o_.force_reset = true;
   g->pci_ = std::move(pci);
   g->address_ = g->pci_->address();
   g->boot(*os);

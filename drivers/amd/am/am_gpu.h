@@ -177,7 +177,8 @@ class AmGpu {
 
  private:
   AmGpu() = default;
-  void claim(sys::Os& os);  // finds the PCI device, frees and opens it, takes its lock
+  static std::shared_ptr<AmGpu> with_options(const AmOptions& o);  // o, and UGPU_AM_RESET=1 forcing a reset
+  void claim(sys::Os& os);                                         // finds the PCI device, frees and opens it, takes its lock
   void boot(sys::Os& os);
   void read_discovery(uint64_t vram_bytes);
 
