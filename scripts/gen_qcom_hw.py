@@ -4,6 +4,8 @@
 
   hw/qcom/pm4_opcodes.h   the CP's type-7 packet opcodes and the event types CP_EVENT_WRITE takes, as
                           the A6XX generation numbers them (adreno_pm4.xml), with a name table for decoders
+  hw/qcom/pm4_packets.h   the payload fields of the packets the compute path builds and the emulated CP reads
+                          (each packet's first dword, adreno_pm4.xml domains) and the enums their fields take
   hw/qcom/a6xx_regs.h     the A6XX registers the compute path programs or reads (a6xx.xml), with their
                           bit fields (inline, or from the bitset a register names as its type), and a
                           table of them by offset for decoders
@@ -31,6 +33,11 @@ GENERATION = 6  # the variant the tables are for: A6XX
 OPCODES = ['CP_NOP', 'CP_WAIT_FOR_IDLE', 'CP_WAIT_MEM_WRITES', 'CP_WAIT_REG_MEM', 'CP_REG_TO_MEM', 'CP_MEM_WRITE', 'CP_EVENT_WRITE',
            'CP_SET_MARKER', 'CP_LOAD_STATE6_FRAG', 'CP_LOAD_STATE6_GEOM', 'CP_EXEC_CS', 'CP_EXEC_CS_INDIRECT', 'CP_RUN_OPENCL',
            'CP_INDIRECT_BUFFER', 'CP_MEM_TO_MEM', 'CP_MEMCPY', 'CP_WAIT_FOR_ME', 'CP_SET_MODE']
+# Packets whose first payload dword has fields (domain name in adreno_pm4.xml), and the enums those fields take.
+PACKETS = ['CP_LOAD_STATE6', 'CP_REG_TO_MEM', 'CP_WAIT_REG_MEM', 'CP_EVENT_WRITE', 'CP_SET_MARKER']
+ENUMS = {'a6xx_state_block': ['SB6_CS_TEX', 'SB6_CS_SHADER'], 'a6xx_state_type': ['ST6_SHADER', 'ST6_CONSTANTS', 'ST6_UBO', 'ST6_IBO'],
+         'a6xx_state_src': ['SS6_DIRECT', 'SS6_INDIRECT'], 'cp_cond_function': ['WRITE_ALWAYS', 'WRITE_LT', 'WRITE_LE', 'WRITE_EQ', 'WRITE_NE',
+         'WRITE_GE', 'WRITE_GT'], 'poll_memory_type': ['POLL_REGISTER', 'POLL_MEMORY'], 'a6xx_marker': ['RM6_COMPUTE']}
 EVENTS = ['CACHE_FLUSH_TS', 'CACHE_INVALIDATE', 'WT_DONE_TS', 'RB_DONE_TS']
 # The A6XX registers of the compute dispatch (tinygrad's ops_qcom.py sequence, by offset in a6xx.xml).
 REGISTERS = ['CP_ALWAYS_ON_COUNTER', 'HLSQ_INVALIDATE_CMD', 'SP_CS_TEX_COUNT', 'SP_CS_IBO_COUNT', 'SP_MODE_CONTROL', 'SP_PERFCTR_ENABLE',
@@ -136,6 +143,38 @@ def pm4_file(src):
     return '\n'.join(out)
 
 
+def packet_fields(pm4):
+    bitsets = {b.get('name'): b for b in pm4.iter('bitset')}
+    out = {}
+    for d in pm4.iter('domain'):
+        if d.get('name') not in PACKETS or not covers(d.get('variants')):
+            continue
+        first = [r for r in d if r.tag == 'reg32' and int(r.get('offset'), 0) == 0 and covers(r.get('variants'))]
+        if first:
+            out[d.get('name')] = fields_of(first[0], bitsets)
+    missing = [n for n in PACKETS if not out.get(n)]
+    if missing:
+        sys.exit('gen_qcom_hw.py: adreno_pm4.xml lacks fields of %s for A6XX' % ', '.join(missing))
+    return out
+
+
+def packets_file(src):
+    pm4 = src['adreno_pm4.xml']
+    out = [HEADER % ('adreno_pm4.xml', ' The fields of the first payload dword of the packets the compute path\n// builds, and the values those fields take, as A6XX has them.'),
+           '#pragma once', '#include <cstdint>', '', '#include "hw/qcom/registers.h"', '', 'namespace ugpu::hw::qcom::pm4 {', '']
+    for name, fields in sorted(packet_fields(pm4).items()):
+        out.append('namespace %s_0 {' % name)
+        out += ['inline constexpr Field %s{"%s", %d, %d};' % ('B' + f if f[0].isdigit() else f, f, lo, hi) for f, lo, hi in fields]
+        out.append('}  // namespace %s_0' % name)
+    for enum, wanted in ENUMS.items():
+        values = enum_values(pm4, enum, wanted)
+        out += ['', 'enum %s : uint32_t {' % ''.join(w.capitalize() for w in enum.split('_'))]
+        out += ['  %s = %d,' % (n, v) for n, v in sorted(values.items(), key=lambda kv: kv[1])]
+        out.append('};')
+    out += ['', '}  // namespace ugpu::hw::qcom::pm4', '']
+    return '\n'.join(out)
+
+
 def regs_file(src):
     regs = registers(src['a6xx.xml'])
     out = [HEADER % ('a6xx.xml', ' The A6XX registers of the compute path, with their bit fields; offsets in dwords.'), '#pragma once',
@@ -164,7 +203,7 @@ def main():
     src = read_sources(a.tarball)
     if not a.check and not a.out:
         ap.error('-o DIR or --check DIR')
-    write_or_check('gen_qcom_hw.py', {'pm4_opcodes.h': pm4_file(src), 'a6xx_regs.h': regs_file(src)}, a.out, a.check)
+    write_or_check('gen_qcom_hw.py', {'pm4_opcodes.h': pm4_file(src), 'pm4_packets.h': packets_file(src), 'a6xx_regs.h': regs_file(src)}, a.out, a.check)
 
 
 if __name__ == '__main__':

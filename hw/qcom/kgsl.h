@@ -21,7 +21,11 @@ inline constexpr uint32_t kContextPreemptStyleShift = 25, kContextPreemptFinegra
 inline constexpr uint64_t kMemAlignShift = 16, kCacheModeShift = 26, kCacheModeUncached = 1, kMemUseCpuMap = 0x10000000;
 inline constexpr uint32_t kUserMemTypeAddr = 2;  // MAP_USER_MEM of a process address
 inline constexpr uint32_t kCmdlistIb = 1;        // a command object that is an IB
-inline constexpr uint32_t kPropDeviceInfo = 0x1, kPropPwrConstraint = 0x12;
+inline constexpr uint32_t kPropDeviceInfo = 0x1, kPropGpuResetStat = 0x9, kPropPwrConstraint = 0x12;
+// What GPU_RESET_STAT answers for a context (and then clears): whether a GPU reset happened since the
+// last query, and whether this context caused it.
+inline constexpr uint32_t kCtxStatNoError = 0, kCtxStatGuilty = 1, kCtxStatInnocent = 2, kCtxStatUnknown = 3;
+inline constexpr uint32_t kConstraintPwrlevel = 1, kConstraintPwrMax = 1;  // SETPROPERTY(PWR_CONSTRAINT): the highest power level
 
 struct DeviceGetProperty {  // kgsl_device_getproperty
   uint32_t type;
@@ -34,6 +38,11 @@ struct DevInfo {  // kgsl_devinfo (KGSL_PROP_DEVICE_INFO)
   uint64_t gmem_gpubaseaddr;
   uint32_t gpu_id, pad1;
   uint64_t gmem_sizebytes;
+};
+struct DeviceConstraint {  // kgsl_device_constraint (SETPROPERTY PWR_CONSTRAINT)
+  uint32_t type, context_id;
+  uint64_t data;  // user pointer to a kgsl_device_constraint_pwrlevel {uint32_t level}
+  uint64_t size;
 };
 struct WaitTimestampCtxtid {  // kgsl_device_waittimestamp_ctxtid; timeout in ms
   uint32_t context_id, timestamp, timeout;
@@ -77,6 +86,7 @@ struct GpuCommand {  // kgsl_gpu_command
 
 static_assert(sizeof(DeviceGetProperty) == 24 && sizeof(DevInfo) == 40 && sizeof(WaitTimestampCtxtid) == 12 && sizeof(DrawctxtCreate) == 8);
 static_assert(sizeof(MapUserMem) == 48 && sizeof(SharedmemFree) == 8 && sizeof(GpuobjAlloc) == 48 && sizeof(GpuobjFree) == 32);
+static_assert(sizeof(DeviceConstraint) == 24 && offsetof(DeviceConstraint, data) == 8);
 static_assert(sizeof(CommandObject) == 32 && sizeof(GpuCommand) == 64);
 static_assert(offsetof(MapUserMem, gpuaddr) == 8 && offsetof(MapUserMem, memtype) == 40);
 static_assert(offsetof(GpuCommand, context_id) == 56 && offsetof(GpuCommand, timestamp) == 60);
