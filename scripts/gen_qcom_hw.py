@@ -43,9 +43,12 @@ EVENTS = ['CACHE_FLUSH_TS', 'CACHE_INVALIDATE', 'WT_DONE_TS', 'RB_DONE_TS']
 REGISTERS = ['CP_ALWAYS_ON_COUNTER', 'HLSQ_INVALIDATE_CMD', 'SP_CS_TEX_COUNT', 'SP_CS_IBO_COUNT', 'SP_MODE_CONTROL', 'SP_PERFCTR_ENABLE',
              'SP_TP_MODE_CNTL', 'TPL1_DBG_ECO_CNTL', 'HLSQ_CS_NDRANGE_0', 'HLSQ_CS_NDRANGE_1', 'HLSQ_CS_NDRANGE_2', 'HLSQ_CS_NDRANGE_3',
              'HLSQ_CS_NDRANGE_4', 'HLSQ_CS_NDRANGE_5', 'HLSQ_CS_NDRANGE_6', 'HLSQ_CS_CNTL_0', 'HLSQ_CS_CNTL_1', 'HLSQ_CS_KERNEL_GROUP_X',
-             'HLSQ_CS_KERNEL_GROUP_Y', 'HLSQ_CS_KERNEL_GROUP_Z', 'HLSQ_CS_CNTL', 'SP_CS_CTRL_REG0', 'SP_CS_OBJ_FIRST_EXEC_OFFSET',
+             'HLSQ_CS_KERNEL_GROUP_Y', 'HLSQ_CS_KERNEL_GROUP_Z', 'HLSQ_CS_CNTL', 'SP_CS_CTRL_REG0', 'SP_CS_UNKNOWN_A9B1', 'SP_CS_BRANCH_COND', 'SP_CS_OBJ_FIRST_EXEC_OFFSET',
              'SP_CS_OBJ_START', 'SP_CS_PVT_MEM_PARAM', 'SP_CS_PVT_MEM_ADDR', 'SP_CS_PVT_MEM_SIZE', 'SP_CS_TEX_SAMP', 'SP_CS_TEX_CONST',
              'SP_CS_IBO', 'SP_CS_CONFIG', 'SP_CS_INSTRLEN', 'SP_CS_PVT_MEM_HW_STACK_OFFSET', 'HLSQ_CS_UNKNOWN_B9D0', 'HLSQ_SHARED_CONSTS']
+
+# Enums of a6xx.xml the register fields take.
+REG_ENUMS = {'a6xx_isam_mode': ['ISAMMODE_CL', 'ISAMMODE_GL'], 'a6xx_threadsize': ['THREAD64', 'THREAD128']}
 
 
 def strip_ns(root):
@@ -178,13 +181,18 @@ def packets_file(src):
 def regs_file(src):
     regs = registers(src['a6xx.xml'])
     out = [HEADER % ('a6xx.xml', ' The A6XX registers of the compute path, with their bit fields; offsets in dwords.'), '#pragma once',
-           '#include "hw/qcom/registers.h"', '', 'namespace ugpu::hw::qcom::a6xx {', '']
+           '#include <cstdint>', '', '#include "hw/qcom/registers.h"', '', 'namespace ugpu::hw::qcom::a6xx {', '']
     for name, (offset, dwords, fields) in regs:
         out.append('inline constexpr Register %s{"%s", 0x%04x, %d};' % (name, name, offset, dwords))
         if fields:
             out.append('namespace %s_fields {' % name)
             out += ['inline constexpr Field %s{"%s", %d, %d};' % (f, f, lo, hi) for f, lo, hi in fields]
             out.append('}  // namespace %s_fields' % name)
+    for enum, wanted in REG_ENUMS.items():
+        values = enum_values(src['a6xx.xml'], enum, wanted)
+        out += ['', 'enum %s : uint32_t {' % ''.join(w.capitalize() for w in enum.split('_'))]
+        out += ['  %s = %d,' % (n, v) for n, v in sorted(values.items(), key=lambda kv: kv[1])]
+        out.append('};')
     out += ['', '// Every register above, by offset: what a decoder names.', 'inline constexpr Register kRegisters[] = {']
     out += ['    %s,' % name for name, _ in regs]
     out += ['};', '', '}  // namespace ugpu::hw::qcom::a6xx', '']

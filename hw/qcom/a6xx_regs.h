@@ -2,6 +2,8 @@
 // Do not edit. The A6XX registers of the compute path, with their bit fields; offsets in dwords.
 
 #pragma once
+#include <cstdint>
+
 #include "hw/qcom/registers.h"
 
 namespace ugpu::hw::qcom::a6xx {
@@ -20,6 +22,13 @@ inline constexpr Field UNK22{"UNK22", 22, 22};
 inline constexpr Field EARLYPREAMBLE{"EARLYPREAMBLE", 23, 23};
 inline constexpr Field MERGEDREGS{"MERGEDREGS", 31, 31};
 }  // namespace SP_CS_CTRL_REG0_fields
+inline constexpr Register SP_CS_UNKNOWN_A9B1{"SP_CS_UNKNOWN_A9B1", 0xa9b1, 1};
+namespace SP_CS_UNKNOWN_A9B1_fields {
+inline constexpr Field SHARED_SIZE{"SHARED_SIZE", 0, 4};
+inline constexpr Field UNK5{"UNK5", 5, 5};
+inline constexpr Field UNK6{"UNK6", 6, 6};
+}  // namespace SP_CS_UNKNOWN_A9B1_fields
+inline constexpr Register SP_CS_BRANCH_COND{"SP_CS_BRANCH_COND", 0xa9b2, 1};
 inline constexpr Register SP_CS_OBJ_FIRST_EXEC_OFFSET{"SP_CS_OBJ_FIRST_EXEC_OFFSET", 0xa9b3, 1};
 inline constexpr Register SP_CS_OBJ_START{"SP_CS_OBJ_START", 0xa9b4, 2};
 inline constexpr Register SP_CS_PVT_MEM_PARAM{"SP_CS_PVT_MEM_PARAM", 0xa9b6, 1};
@@ -166,10 +175,22 @@ namespace HLSQ_SHARED_CONSTS_fields {
 inline constexpr Field ENABLE{"ENABLE", 0, 0};
 }  // namespace HLSQ_SHARED_CONSTS_fields
 
+enum A6xxIsamMode : uint32_t {
+  ISAMMODE_CL = 1,
+  ISAMMODE_GL = 2,
+};
+
+enum A6xxThreadsize : uint32_t {
+  THREAD64 = 0,
+  THREAD128 = 1,
+};
+
 // Every register above, by offset: what a decoder names.
 inline constexpr Register kRegisters[] = {
     CP_ALWAYS_ON_COUNTER,
     SP_CS_CTRL_REG0,
+    SP_CS_UNKNOWN_A9B1,
+    SP_CS_BRANCH_COND,
     SP_CS_OBJ_FIRST_EXEC_OFFSET,
     SP_CS_OBJ_START,
     SP_CS_PVT_MEM_PARAM,
