@@ -2,7 +2,7 @@
 // codegen/ keeps everything shared by backends — the passes (lower()), compile() with its memory and
 // disk caches, the code-object and cubin readers; a backend owns its source language, its toolchain
 // and its machine code. llvm/ serves x86, AMDGPU and NVIDIA (LLVM IR -> object / PTX -> ptxas);
-// an Adreno backend (ir3) will sit beside it.
+// ir3/ serves Adreno (ugpu's own selector, allocator and legalizer; no LLVM backend exists for it).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,5 +35,6 @@ class Backend {
 
 // The backend that compiles for `t`.
 const Backend& backend_for(const Target& t);
+const Backend& ir3_backend();
 
 }  // namespace ugpu::codegen

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "codegen/passes.h"
+#include "codegen/target.h"
 #include "common/error.h"
 #include "ir/dtype.h"
 #include "ir/text.h"
@@ -483,6 +484,14 @@ const std::vector<BuiltinKernel>& builtin_kernels() {
   static const std::vector<BuiltinKernel> k = {add(),       matmul(),      matmul_upcast(), softmax(),  conv2d(),        gather(),
                                                group_sum(), elementwise(), reduce(),        floordiv(), variable_loop(), add_one()};
   return k;
+}
+
+std::string unsupported_on(const BuiltinKernel& k, const KernelRun& run, const Target& t) {
+  if (t.has_f64) return "";
+  ir::UOp kernel = k.parse(run);
+  for (const ir::UOp& u : kernel.toposort())
+    if (u.dtype().scalar == ir::ScalarType::Double) return "no float64 on " + std::string(t.name);
+  return "";
 }
 
 const BuiltinKernel& builtin_kernel(const std::string& name) {

@@ -20,6 +20,8 @@
 
 namespace ugpu::codegen {
 
+struct Target;
+
 // A kernel's buffer on the host, by slot: element type, bytes, and whether the kernel stores to it.
 struct HostData {
   int64_t slot = 0;
@@ -70,6 +72,8 @@ struct BuiltinKernel {
 };
 
 const std::vector<BuiltinKernel>& builtin_kernels();
+// Why `run` of `k` cannot run on target `t` (a dtype it lacks: float64 on an Adreno), or "".
+std::string unsupported_on(const BuiltinKernel& k, const KernelRun& run, const Target& t);
 const BuiltinKernel& builtin_kernel(const std::string& name);  // throws Error listing the names
 
 // Replaces every `{key}` in `text` by its value: kernel text templates with sizes filled in.

@@ -101,6 +101,8 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
     ck->amd = read_amd_kernel(img, ck->kernel.name);
   } else if (t.arch == Arch::NVPTX && !ck->binary.empty()) {
     ck->cubin = read_cubin(ck->binary, ck->kernel.name);
+  } else if (t.arch == Arch::IR3) {
+    ck->ir3 = read_ir3_object(ck->binary);
   }
   std::lock_guard<std::mutex> lock(g_mu);
   ++(ck->disk_hit ? g_stats.disk_hits : g_stats.compiles);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codegen/code_object.h"
+#include "codegen/ir3/object.h"
 #include "codegen/kernel.h"
 #include "codegen/opt/opt.h"
 
@@ -38,6 +39,7 @@ struct CompiledKernel {
   std::string note;                  // why a stage was skipped, e.g. no ptxas
   std::optional<AmdKernelInfo> amd;  // AMDGPU: the kernel descriptor, read back from the object
   std::optional<CubinInfo> cubin;    // NVIDIA with ptxas: launch facts read back from the cubin
+  std::optional<Ir3Object> ir3;      // Adreno: the code and launch facts read back from the binary
   std::vector<opt::Opt> opts;        // the optimizer's actions applied before lowering
   bool disk_hit = false;
   double opt_ms = 0, lower_ms = 0, render_ms = 0, backend_ms = 0;

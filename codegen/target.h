@@ -14,10 +14,10 @@
 
 namespace ugpu::codegen {
 
-enum class Arch : uint8_t { X86, AMDGPU, NVPTX };
+enum class Arch : uint8_t { X86, AMDGPU, NVPTX, IR3 };
 
 struct Target {
-  std::string_view name;  // what --target takes: "x86", "gfx1100", "sm_90"
+  std::string_view name;  // what --target takes: "x86", "gfx1100", "sm_90", "a630"
   Arch arch;
   // Launch limits (GPU targets): grid in workgroups per dimension, work-items per workgroup.
   std::array<int64_t, 3> max_grid;
@@ -28,6 +28,7 @@ struct Target {
   int wave_size;
   ir::OpSet native_f32;  // transcendental ops with a hardware instruction for float32 (EXP2, LOG2, SQRT)
   ir::OpSet native_f64;
+  bool has_f64 = true;  // 64-bit floats at all (an Adreno has none: such kernels are refused)
 
   bool gpu() const { return arch != Arch::X86; }
   // The widest vector load or store codegen makes: 16 bytes on GPUs (dwordx4, v4.f32); on x86 the

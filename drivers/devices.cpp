@@ -18,8 +18,12 @@
 #if UGPU_LINUX_DRIVERS
 #include "drivers/amd/kfd/kfd.h"
 #include "drivers/nv/rm/rm_gpu.h"
+#include "drivers/qcom/kgsl.h"
+#include "drivers/qcom/qcom_device.h"
 #include "emu/amd/kfd/kfd_model.h"
 #include "emu/nv/rm/rm_model.h"
+#include "emu/qcom/ir3_exec.h"
+#include "emu/qcom/kgsl_model.h"
 #endif
 
 namespace ugpu::drivers {
@@ -29,7 +33,7 @@ struct Driver {
   std::function<std::unique_ptr<hcq::Device>()> open;
 };
 // The devices of the Linux drivers: a build without them names these in its error.
-constexpr const char* kLinuxDevices[] = {"emu:amd", "emu:amd:pci", "amd:kfd", "amd:pci", "amd", "emu:nv", "nv"};
+constexpr const char* kLinuxDevices[] = {"emu:amd", "emu:amd:pci", "amd:kfd", "amd:pci", "amd", "emu:nv", "nv", "emu:qcom", "qcom"};
 #if UGPU_LINUX_DRIVERS
 std::unique_ptr<hcq::Device> open_amd_kfd() {
   amd::AmdOptions o;
@@ -82,6 +86,10 @@ std::unique_ptr<hcq::Device> open_emu_nv() {
   });
   return dev;
 }
+std::unique_ptr<hcq::Device> open_qcom_gpu() {
+  qcom::QcomOptions o;
+  return qcom::open_qcom(std::shared_ptr<sys::Os>(&sys::posix_os(), [](sys::Os*) {}), o);
+}
 #endif
 // The GPU behind an ASM24xx bridge with the custom firmware, through libusb; firmware from /lib/firmware/amdgpu.
 std::unique_ptr<hcq::Device> open_amd_usb() {
@@ -123,6 +131,12 @@ const std::vector<Driver>& drivers() {
         "kernels run as PTX, no GPU needed"},
        open_emu_nv},
       {{"nv", "an NVIDIA GPU through nvidia.ko (RM and UVM ioctls): GPFIFO channels, QMD launches, copy engine; no CUDA", true}, open_nv},
+      {{"emu:qcom",
+        "an emulated Adreno 630 behind an emulated kgsl: the Adreno driver end to end, kernels compiled to ir3 by ugpu and executed with "
+        "their scheduling checked, no GPU needed"},
+       [] { return open_emu_qcom(EmuQcom{}); }},
+      {{"qcom", "a Qualcomm Adreno 630 through kgsl (/dev/kgsl-3d0): CP packets, ir3 kernels compiled by ugpu; no OpenCL or Vulkan driver", true},
+       open_qcom_gpu},
 #endif
   };
   return d;
@@ -150,6 +164,7 @@ DefaultDevice default_device() {
   if (UGPU_LINUX_DRIVERS) {
     if (sys::posix_os().exists("/dev/kfd")) return {"amd:kfd", "an AMD GPU was found (/dev/kfd)"};
     if (sys::posix_os().exists("/dev/nvidiactl")) return {"nv", "an NVIDIA GPU was found (/dev/nvidiactl)"};
+    if (sys::posix_os().exists("/dev/kgsl-3d0")) return {"qcom", "an Adreno GPU was found (/dev/kgsl-3d0)"};
     try {  // an AMD GPU handed to vfio-pci is meant for a userspace driver (an unbound one needs root: not chosen)
       for (const sys::PciInfo& p : sys::list_pci_devices(sys::posix_os(), 0x1002))
         if (p.driver == "vfio-pci" && (p.class_code >> 16 == 0x03 || p.class_code >> 16 == 0x12))
@@ -167,7 +182,8 @@ DefaultDevice default_device() {
         "emu:amd:usb",
         "no GPU was found (no USB GPU enclosure; this build has no Linux drivers), so the emulated AMD GPU behind the emulated USB bridge runs it"};
   return {"emu:amd",
-          "no GPU was found (no /dev/kfd, no /dev/nvidiactl, no AMD GPU bound to vfio-pci, no USB GPU enclosure), so the emulated AMD GPU runs it"};
+          "no GPU was found (no /dev/kfd, no /dev/nvidiactl, no /dev/kgsl-3d0, no AMD GPU bound to vfio-pci, no USB GPU enclosure), so the emulated "
+          "AMD GPU runs it"};
 }
 
 EmuAmPci make_emu_am_pci(const std::string& firmware_dir) {
@@ -212,6 +228,21 @@ std::unique_ptr<hcq::Device> open_emu_am_usb(EmuAmUsb e) {
   });
   return dev;
 }
+
+#if UGPU_LINUX_DRIVERS
+std::unique_ptr<hcq::Device> open_emu_qcom(EmuQcom e) {
+  auto os = std::make_shared<emu::VirtualOs>();
+  emu::qcom::AdrenoConfig cfg;
+  auto exec = std::make_shared<emu::qcom::Ir3Executor>(emu::qcom::Ir3Options{e.strict_hazards, 0});
+  cfg.shader = exec;
+  emu::qcom::install_kgsl_gpu(*os, cfg);
+  qcom::QcomOptions o;
+  o.name = "emu:qcom", o.kind = "emulated gpu";
+  auto dev = qcom::open_qcom(os, o);
+  dev->set_instruction_counter([exec] { return exec->stats().wave_instructions; });
+  return dev;
+}
+#endif
 
 std::shared_ptr<sys::UsbTransport> open_usb_bridge() {
   try {

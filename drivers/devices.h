@@ -72,6 +72,15 @@ std::unique_ptr<hcq::Device> open_emu_am_usb(EmuAmUsb e);
 // an Error saying what is there instead (nothing, a stock-firmware bridge, no permission).
 std::shared_ptr<sys::UsbTransport> open_usb_bridge();
 
+// `emu:qcom`: the emulated Adreno 630 (kgsl model, CP, ir3 executor) in its own VirtualOs.
+// `strict_hazards`: a scheduling hazard in a kernel (a register read before its (ss)/(sy) wait or
+// inside its delay slots) is a GPU fault, so every kernel the compiler makes is checked. Only with the
+// Linux drivers.
+struct EmuQcom {
+  bool strict_hazards = true;
+};
+std::unique_ptr<hcq::Device> open_emu_qcom(EmuQcom e);
+
 // Compiles `kernel` for the device's target (through the compile cache) and loads it.
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& dev, const ir::UOp& kernel, const std::string& name);
 

@@ -7,7 +7,8 @@
 
 namespace ugpu::tensor::examples {
 
-HostArray to_host(const Tensor& t) { return {t.shape(), t.cast(dtypes::float64).to_vector<double>()}; }
+// Widened to double on the host CPU: not every device has 64-bit floats (an Adreno has none).
+HostArray to_host(const Tensor& t) { return {t.shape(), t.to("cpu").cast(dtypes::float64).to_vector<double>()}; }
 
 namespace {
 

@@ -476,7 +476,8 @@ Tensor Tensor::to(const std::string& target) const {
 
 double Tensor::item() const {
   if (numel() != 1) throw Error("item: the tensor has " + std::to_string(numel()) + " elements, not one");
-  Tensor f = dtype().is_float() ? cast(dtypes::float64) : cast(dtypes::int64);
+  Tensor h = to("cpu");  // widened on the host: not every device has 64-bit types (an Adreno has none)
+  Tensor f = dtype().is_float() ? h.cast(dtypes::float64) : h.cast(dtypes::int64);
   std::vector<uint8_t> b = f.to_bytes();
   if (f.dtype().is_float()) {
     double v;
@@ -490,12 +491,13 @@ double Tensor::item() const {
 
 std::string Tensor::to_string(int64_t edge) const {
   std::vector<double> v;
+  Tensor h = to("cpu");  // widened on the host: not every device has 64-bit types
   if (dtype().is_float()) {
-    v = cast(dtypes::float64).to_vector<double>();
+    v = h.cast(dtypes::float64).to_vector<double>();
   } else if (dtype() == dtypes::uint64) {
-    for (uint64_t x : to_vector<uint64_t>()) v.push_back(static_cast<double>(x));
+    for (uint64_t x : h.to_vector<uint64_t>()) v.push_back(static_cast<double>(x));
   } else {
-    for (int64_t x : cast(dtypes::int64).to_vector<int64_t>()) v.push_back(static_cast<double>(x));
+    for (int64_t x : h.cast(dtypes::int64).to_vector<int64_t>()) v.push_back(static_cast<double>(x));
   }
   const Shape& s = shape();
   std::string out = "Tensor(";

@@ -18,14 +18,18 @@ namespace {
 
 // One kernel's runs on the device, each checked against the kernel's host reference.
 struct KernelResult {
-  int runs = 0;
+  int runs = 0, skipped = 0;
   size_t outputs = 0, wrong = 0;
   double ms = 0, worst = 0;
-  std::string first_wrong;
+  std::string first_wrong, skip_reason;
 };
 KernelResult check_kernel(hcq::Device& dev, const codegen::BuiltinKernel& k) {
   KernelResult r;
   for (const codegen::KernelRun& run : k.runs) {
+    if (std::string why = codegen::unsupported_on(k, run, codegen::find_target(dev.target())); !why.empty()) {
+      r.skipped += 1, r.skip_reason = why;
+      continue;
+    }
     std::vector<HostBuffer> bufs = codegen::make_buffers(k, run, 42 + static_cast<uint64_t>(r.runs));
     std::vector<HostBuffer> want = codegen::expected(k, run, bufs);
     r.ms += run_kernel(dev, k.parse(run), k.name, bufs, run.vars);
@@ -99,6 +103,7 @@ int demo(const std::string& device, const std::string& trace) {
     try {
       KernelResult r = check_kernel(*dev, k);
       std::string result = r.wrong ? "WRONG: " + std::to_string(r.wrong) + " outputs, first " + r.first_wrong : "ok";
+      if (r.skipped) result += " (" + std::to_string(r.skipped) + (r.skipped == 1 ? " run" : " runs") + " not run: " + r.skip_reason + ")";
       std::printf("  %-14s %4d %-9zu %10.3f %12.2e  %s\n", k.name.c_str(), r.runs, r.outputs, r.ms, r.worst, result.c_str());
       (r.wrong ? failed : passed) += 1;
     } catch (const Error& e) {

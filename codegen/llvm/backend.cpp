@@ -42,9 +42,9 @@ class LlvmBackend final : public Backend {
 
 }  // namespace
 
-const Backend& backend_for(const Target&) {
+const Backend& backend_for(const Target& t) {
   static const LlvmBackend llvm;
-  return llvm;
+  return t.arch == Arch::IR3 ? ir3_backend() : llvm;
 }
 
 }  // namespace ugpu::codegen

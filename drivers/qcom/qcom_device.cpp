@@ -5,15 +5,19 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "codegen/compiler.h"
 #include "common/hex.h"
 #include "drivers/qcom/kgsl.h"
 #include "hcq/in_flight.h"
 #include "hw/qcom/a6xx_regs.h"
+#include "hw/qcom/ir3.h"
 #include "hw/qcom/packets.h"
 #include "hw/qcom/pm4_opcodes.h"
 #include "hw/qcom/pm4_packets.h"
+#include "ir/text.h"
 
 namespace ugpu::qcom {
 namespace pm4 = hw::qcom::pm4;
@@ -43,6 +47,28 @@ void type7(Put&& put, uint8_t opcode, uint32_t count) {
 }
 
 class QcomDevice;
+
+// A kernel loaded into GPU memory, with the facts every launch of it programs.
+class QcomProgram : public hcq::Program {
+ public:
+  QcomProgram(hcq::Device& dev, std::shared_ptr<const codegen::CompiledKernel> k) : kernel(std::move(k)) {
+    if (!kernel->ir3) throw Error(dev.name() + ": kernel " + kernel->kernel.name + " has no ir3 binary");
+    const codegen::Ir3Object& o = *kernel->ir3;
+    name = kernel->kernel.name;
+    for (const codegen::Param& prm : kernel->kernel.params) (prm.kind == codegen::Param::Kind::Buffer ? buffers : vars) += 1;
+    if (o.args.size() != size_t(buffers + vars))
+      throw Error(dev.name() + ": kernel " + name + ": its binary places " + std::to_string(o.args.size()) + " arguments, the kernel has " +
+                  std::to_string(buffers + vars));
+    for (const codegen::Ir3Object::Arg& a : o.args) arg_layout.push_back({a.offset, a.bytes});
+    kernarg_bytes = std::max<uint32_t>(o.const_vec4 * 16, 16);  // the constants are loaded whole
+    code = dev.alloc(o.code.size() * 8);
+    std::memcpy(code.host, o.code.data(), o.code.size() * 8);
+    if (vars == 0) fixed_dims = codegen::launch_dims(kernel->kernel, {});
+  }
+  std::shared_ptr<const codegen::CompiledKernel> kernel;
+  hcq::Buffer code;
+  std::optional<codegen::LaunchDims> fixed_dims;  // when the launch geometry depends on no variable
+};
 
 class QcomQueue final : public hcq::HWQueue {
  public:
@@ -90,12 +116,15 @@ class QcomQueue final : public hcq::HWQueue {
   }
   void emit_memory_barrier() override;
   void emit_exec(const hcq::Program& p, const hcq::Kernargs& k) override;
+  void copy_kernel(Val dst, Val src, uint64_t bytes);
+  void pkt4(const hw::qcom::Register& r, std::initializer_list<uint32_t> values) {
+    put32(hw::qcom::type4_header(r.offset, uint32_t(values.size())));
+    for (uint32_t v : values) put32(v);
+  }
+  // CP_MEMCPY where both addresses and the size are whole dwords (known when recorded); otherwise the
+  // driver's byte-copy kernel.
   void emit_copy(Val dst, Val src, uint64_t bytes) override {
-    if (dst.var >= 0 || src.var >= 0 || (dst.constant | src.constant | bytes) % 4)
-      throw Error(device().name() + ": a copy of " + std::to_string(bytes) + " bytes from " + hex(src.constant) + " to " + hex(dst.constant) +
-                  (dst.var >= 0 || src.var >= 0 ? " at an address given per submit" : "") +
-                  ": CP_MEMCPY moves whole dwords between dword-aligned addresses; other copies need the ir3 copy kernel, which this build "
-                  "does not have yet");
+    if (dst.var >= 0 || src.var >= 0 || (dst.constant | src.constant | bytes) % 4) return copy_kernel(dst, src, bytes);
     for (uint64_t off = 0; off < bytes; off += kMemcpyMaxDwords * 4) {
       uint64_t n = std::min(kMemcpyMaxDwords * 4, bytes - off);
       uint64_t s = src.constant + off, d = dst.constant + off;
@@ -129,9 +158,9 @@ class QcomDevice final : public hcq::Device {
   ~QcomDevice() override {
     try {
       synchronize();
-    } catch (const Error&) {  // a failed device: its context goes with its work
+    } catch (const Error&) {  // a failed device: its context went with its work
     }
-    kgsl_->destroy_context(context_);
+    if (context_) kgsl_->destroy_context(context_);
   }
 
   std::unique_ptr<hcq::HWQueue> compute_queue() override { return std::make_unique<QcomQueue>(*this); }
@@ -141,8 +170,27 @@ class QcomDevice final : public hcq::Device {
   }
   hcq::DeviceInfo info() const override { return info_; }
   std::string target() const override { return chip_.target; }
-  std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel>) override {
-    throw Error(name() + ": kernels for " + chip_.name + " need the ir3 backend, which this build does not have yet");
+  std::shared_ptr<hcq::Program> load(std::shared_ptr<const codegen::CompiledKernel> kernel) override {
+    if (!kernel || kernel->target->name != target())
+      throw Error(name() + ": load needs a kernel compiled for " + target() + ", not " +
+                  (kernel ? std::string(kernel->target->name) : std::string("nothing")));
+    return std::make_shared<QcomProgram>(*this, std::move(kernel));
+  }
+  // The byte-copy kernel behind copies CP_MEMCPY cannot do.
+  const hcq::Program& copy_program() {
+    std::lock_guard lock(copy_mu_);
+    if (!copy_program_) {
+      static constexpr const char* kCopy = R"(dst = DEFINE_GLOBAL:uint8* {0}
+src = DEFINE_GLOBAL:uint8* {1}
+n = DEFINE_VAR:int32 {"n", 1, 2147483647}
+i = RANGE(n) {0, GLOBAL}
+SINK(END(STORE(INDEX:uint8*(dst, i), LOAD:uint8(INDEX:uint8*(src, i))), i))
+)";
+      codegen::CompileOptions o;
+      o.name = "ugpu_copy";
+      copy_program_ = load(codegen::compile(ir::parse(kCopy), codegen::find_target(target()), o));
+    }
+    return *copy_program_;
   }
   uint64_t clock_hz() const override { return 19200000; }  // CP_ALWAYS_ON_COUNTER
   uint64_t submit_commands(hcq::HWQueue& q) override;
@@ -164,6 +212,13 @@ class QcomDevice final : public hcq::Device {
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override { return buffer(bytes, false); }
   void sleep_for_progress(std::chrono::microseconds max) override;
+  // A failed device's context is destroyed: kgsl drops its queued work and stops what runs (a hung
+  // kernel); recover() makes a new one.
+  void on_fail() override {
+    std::lock_guard lock(mu_);
+    if (context_) kgsl_->destroy_context(context_);
+    context_ = 0;
+  }
   bool recover_queues() override;
 
  private:
@@ -198,6 +253,8 @@ class QcomDevice final : public hcq::Device {
   std::deque<std::pair<uint64_t, uint64_t>> marks_;  // (position, ring dwords written after it)
   uint64_t waits_ = 0;
   hcq::KernelsInFlight kernels_;
+  std::mutex copy_mu_;
+  std::shared_ptr<hcq::Program> copy_program_;
 };
 
 QcomQueue::QcomQueue(QcomDevice& dev) : HWQueue(dev), dev_(dev) {}
@@ -216,8 +273,98 @@ void QcomQueue::emit_memory_barrier() {
   pkt7(pm4::CP_WAIT_FOR_IDLE, 0);
 }
 
-void QcomQueue::emit_exec(const hcq::Program& p, const hcq::Kernargs&) {
-  throw Error(device().name() + ": kernel " + p.name + ": this build has no ir3 backend to run kernels with");
+void QcomQueue::copy_kernel(Val dst, Val src, uint64_t bytes) {
+  const hcq::Program& copy = dev_.copy_program();
+  constexpr uint64_t kChunk = 0x7fffffff;  // the kernel's byte count is an int32
+  for (uint64_t off = 0; off < bytes; off += kChunk) {
+    Val s = src, d = dst;
+    s.constant += off, d.constant += off;
+    Val args[] = {d, s, Val(std::min(kChunk, bytes - off))};
+    exec_untimed(copy, args);
+  }
+}
+
+// The compute dispatch (shared/reference/nv-qcom-stack.md §7.3, registers from hw/qcom/a6xx_regs.h):
+// compute mode, the state caches invalidated, the launch geometry, the shader's registers and code,
+// its constants (the argument block) loaded from kernarg memory, then CP_EXEC_CS.
+void QcomQueue::emit_exec(const hcq::Program& hp, const hcq::Kernargs& k) {
+  namespace a = a6xx;
+  const auto& p = static_cast<const QcomProgram&>(hp);
+  const codegen::Ir3Object& o = *p.kernel->ir3;
+  if (!kernels) kernels = std::make_shared<std::vector<std::string>>();
+  if (std::find(kernels->begin(), kernels->end(), p.name) == kernels->end()) kernels->push_back(p.name);
+  codegen::LaunchDims d;
+  if (p.fixed_dims) {
+    d = *p.fixed_dims;
+  } else {  // from the arguments as recorded (a variable's dimension keeps its recorded value)
+    std::vector<int64_t> vars;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(k.host);
+    for (size_t i = size_t(p.buffers); i < p.arg_layout.size(); ++i) {
+      int32_t v = 0;
+      std::memcpy(&v, bytes + p.arg_layout[i].offset, 4);
+      vars.push_back(v);
+    }
+    d = codegen::launch_dims(p.kernel->kernel, vars);
+  }
+  if (d.global[0] == 0 || d.global[1] == 0 || d.global[2] == 0) return;  // an empty grid launches nothing
+  for (int i = 0; i < 3; ++i)
+    if (d.local[i] > 1024 || d.global[i] > 0xffffffffll || d.global[i] * d.local[i] > 0xffffffffll)
+      throw Error(device().name() + ": kernel " + p.name + ": a launch of " + std::to_string(d.global[i]) + " workgroups of " +
+                  std::to_string(d.local[i]) + " in dimension " + std::to_string(i) + " does not fit the Adreno's 32-bit sizes");
+  if (d.local[0] * d.local[1] * d.local[2] > 1024) throw Error(device().name() + ": kernel " + p.name + ": a workgroup of more than 1024 fibers");
+  const uint32_t threads128 = o.threadsize == 128;
+  const uint32_t instrlen = uint32_t(o.code.size() / 16);
+  const uint32_t shared = o.shared_bytes ? (o.shared_bytes - 1) / 1024 : 1;  // (SHARED_SIZE + 1) KiB
+  pkt7(pm4::CP_SET_MARKER, 1);
+  put32(pm4::CP_SET_MARKER_0::MODE.set(0, pm4::RM6_COMPUTE));
+  namespace inv = a::HLSQ_INVALIDATE_CMD_fields;
+  pkt4(a::HLSQ_INVALIDATE_CMD, {inv::CS_STATE.set(0, 1) | inv::CS_IBO.set(0, 1)});
+  pkt4(a::HLSQ_INVALIDATE_CMD, {0});
+  pkt4(a::SP_CS_TEX_COUNT, {0x80});
+  pkt4(a::SP_CS_IBO_COUNT, {0x40});
+  pkt4(a::SP_MODE_CONTROL, {a::SP_MODE_CONTROL_fields::ISAMMODE.set(0, a::ISAMMODE_GL)});
+  pkt4(a::SP_PERFCTR_ENABLE, {a::SP_PERFCTR_ENABLE_fields::CS.set(0, 1)});
+  pkt4(a::SP_TP_MODE_CNTL, {a::SP_TP_MODE_CNTL_fields::ISAMMODE.set(0, a::ISAMMODE_GL)});
+  pkt4(a::TPL1_DBG_ECO_CNTL, {0});
+  pkt7(pm4::CP_WAIT_FOR_IDLE, 0);
+  namespace nd = a::HLSQ_CS_NDRANGE_0_fields;
+  namespace c0 = a::HLSQ_CS_CNTL_0_fields;
+  namespace c1 = a::HLSQ_CS_CNTL_1_fields;
+  uint32_t ndrange0 = nd::KERNELDIM.set(0, 3) | nd::LOCALSIZEX.set(0, uint32_t(d.local[0] - 1)) | nd::LOCALSIZEY.set(0, uint32_t(d.local[1] - 1)) |
+                      nd::LOCALSIZEZ.set(0, uint32_t(d.local[2] - 1));
+  uint32_t cntl0 = c0::WGIDCONSTID.set(0, o.wg_id_reg) | c0::WGSIZECONSTID.set(0, hw::qcom::ir3::kNoReg) |
+                   c0::WGOFFSETCONSTID.set(0, hw::qcom::ir3::kNoReg) | c0::LOCALIDREGID.set(0, o.local_id_reg);
+  uint32_t cntl1 = c1::LINEARLOCALIDREGID.set(0, hw::qcom::ir3::kNoReg) | c1::THREADSIZE.set(0, threads128);
+  pkt4(a::HLSQ_CS_NDRANGE_0, {ndrange0, uint32_t(d.global[0] * d.local[0]), 0, uint32_t(d.global[1] * d.local[1]), 0,
+                              uint32_t(d.global[2] * d.local[2]), 0, cntl0, cntl1, 1, 1, 1});
+  namespace r0 = a::SP_CS_CTRL_REG0_fields;
+  uint32_t ctrl0 = r0::THREADSIZE.set(0, threads128) | r0::FULLREGFOOTPRINT.set(0, o.full_regs) | r0::BRANCHSTACK.set(0, o.branch_stack) |
+                   r0::MERGEDREGS.set(0, 1);
+  namespace sh = a::SP_CS_UNKNOWN_A9B1_fields;
+  pkt4(a::SP_CS_CTRL_REG0,
+       {ctrl0, sh::SHARED_SIZE.set(0, shared) | sh::UNK6.set(0, 1), 0, 0, uint32_t(p.code.va), uint32_t(p.code.va >> 32), 0, 0, 0, 0});
+  namespace b9 = a::HLSQ_CS_UNKNOWN_B9D0_fields;
+  pkt4(a::HLSQ_CS_UNKNOWN_B9D0, {b9::SHARED_SIZE.set(0, shared) | b9::UNK6.set(0, 1)});
+  namespace ls = pm4::CP_LOAD_STATE6_0;
+  auto load_state = [&](uint32_t type, uint32_t units, uint64_t from) {
+    pkt7(pm4::CP_LOAD_STATE6_FRAG, 3);
+    put32(ls::STATE_TYPE.set(0, type) | ls::STATE_SRC.set(0, pm4::SS6_INDIRECT) | ls::STATE_BLOCK.set(0, pm4::SB6_CS_SHADER) |
+          ls::NUM_UNIT.set(0, units));
+    put32(uint32_t(from));
+    put32(uint32_t(from >> 32));
+  };
+  load_state(pm4::ST6_CONSTANTS, o.const_vec4, k.va);
+  load_state(pm4::ST6_SHADER, instrlen, p.code.va);
+  namespace cn = a::HLSQ_CS_CNTL_fields;
+  pkt4(a::HLSQ_CS_CNTL, {cn::CONSTLEN.set(0, o.const_vec4 / 4) | cn::ENABLED.set(0, 1)});
+  pkt4(a::SP_CS_PVT_MEM_HW_STACK_OFFSET, {0});
+  pkt4(a::SP_CS_INSTRLEN, {instrlen});
+  pkt4(a::SP_CS_CONFIG, {a::SP_CS_CONFIG_fields::ENABLED.set(0, 1)});
+  pkt7(pm4::CP_EXEC_CS, 4);
+  put32(0);
+  put32(uint32_t(d.global[0]));
+  put32(uint32_t(d.global[1]));
+  put32(uint32_t(d.global[2]));
 }
 
 uint64_t QcomDevice::submit_commands(hcq::HWQueue& hq) {
@@ -235,8 +382,10 @@ uint64_t QcomDevice::submit_commands(hcq::HWQueue& hq) {
   auto deadline = std::chrono::steady_clock::now() + default_timeout();
   uint64_t seen = ~uint64_t{0};
   for (bool waited = false;; waited = true) {
+    bool reset = false;
     {
       std::lock_guard lock(mu_);
+      if (!context_) check_usable();  // failed meanwhile: the context is gone
       // Segments are contiguous, so one that would cross the end of the ring starts at 0.
       uint64_t at = written_ % ring_dwords_, pad = at + n > ring_dwords_ ? ring_dwords_ - at : 0, end = written_ + pad + n;
       while (!marks_.empty() && consumed(marks_.front().first)) freed_ = std::max(freed_, marks_.front().second), marks_.pop_front();
@@ -255,17 +404,20 @@ uint64_t QcomDevice::submit_commands(hcq::HWQueue& hq) {
           if (ts != position - ts_base_)
             throw Error(name() + ": kgsl numbered submission " + std::to_string(position - ts_base_) + " of the context " + std::to_string(ts) +
                         ": another user of the context?");
-        } catch (const Kgsl::ContextReset&) {
-          context_reset();
-          check_usable();
-          throw;
+        } catch (const Kgsl::ContextReset&) { reset = true; }
+        if (!reset) {
+          submitted_ = position, written_ = end;
+          marks_.emplace_back(position, end);
+          if (q.kernels) kernels_.add(position, q.kernels, retired_->value());
+          return position;
         }
-        submitted_ = position, written_ = end;
-        marks_.emplace_back(position, end);
-        if (q.kernels) kernels_.add(position, q.kernels, retired_->value());
-        return position;
       }
-      if (!waited) ++waits_;
+      if (!waited && !reset) ++waits_;
+    }
+    if (reset) {  // kgsl refused the context: say why, then fail (without the lock: fail() stops the context)
+      context_reset();
+      check_usable();
+      throw hcq::DeviceError(name() + ": kgsl refused a submission: the context was reset after a GPU fault");
     }
     // Back-pressure: wait (without the lock) for the GPU to finish submissions that hold the ring.
     check_usable();
@@ -285,7 +437,7 @@ void QcomDevice::sleep_for_progress(std::chrono::microseconds max) {
   {
     std::lock_guard lock(mu_);
     last = submitted_, base = ts_base_, ctx = context_;
-    if (last == base || consumed(last)) last = 0;
+    if (last == base || consumed(last) || ctx == 0) last = 0;
   }
   if (last == 0) {  // nothing of ours in flight: a host signal or another device is awaited
     std::this_thread::sleep_for(std::min(max, std::chrono::microseconds(100)));
@@ -297,7 +449,12 @@ void QcomDevice::sleep_for_progress(std::chrono::microseconds max) {
 }
 
 void QcomDevice::context_reset() {
-  uint32_t status = kgsl_->reset_status(context_);
+  uint32_t status;
+  {
+    std::lock_guard lock(mu_);
+    if (!context_) return;
+    status = kgsl_->reset_status(context_);
+  }
   std::string what = status == hw::qcom::kgsl::kCtxStatInnocent ? "another context's fault reset the GPU while it ran "
                                                                 : "a GPU fault (kgsl reset the context) while running ";
   fail(what + work_in_flight() + " (kgsl logs the fault to the kernel log: dmesg)");
@@ -305,7 +462,7 @@ void QcomDevice::context_reset() {
 
 bool QcomDevice::recover_queues() {
   std::lock_guard lock(mu_);
-  kgsl_->destroy_context(context_);  // what it still had queued or was waiting on is dropped
+  if (context_) kgsl_->destroy_context(context_);  // what it still had queued or was waiting on is dropped
   context_ = kgsl_->create_context(opts_.priority);
   ts_base_ = submitted_;
   written_ = freed_ = 0;

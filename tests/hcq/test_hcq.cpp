@@ -19,9 +19,12 @@
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/devices.h"
 #include "drivers/nv/rm/rm_gpu.h"
+#include "drivers/qcom/qcom_device.h"
 #include "emu/amd/am/am_card.h"
 #include "emu/amd/kfd/kfd_model.h"
 #include "emu/nv/rm/rm_model.h"
+#include "emu/qcom/ir3_exec.h"
+#include "emu/qcom/kgsl_model.h"
 #include "emu/usb/asm24_model.h"
 #include "hcq/graph.h"
 #include "hcq/profiler.h"
@@ -100,6 +103,21 @@ Opened open_emu_nv(bool small_rings) {
   o.name = "emu:nv", o.kind = "emulated gpu", o.emulator_runs_ptx = true;
   return {nv::open_nv(os, o), [gpu] { return gpu->log(); }, [gpu] { return gpu->stats().channels; }};
 }
+qcom::QcomOptions qcom_options(bool small_rings) {
+  qcom::QcomOptions o;
+  if (small_rings) o.ring_bytes = 4096;
+  return o;
+}
+Opened open_qcom(bool small_rings) { return {qcom::open_qcom(host_os(), qcom_options(small_rings)), {}, {}}; }
+Opened open_emu_qcom(bool small_rings) {
+  auto os = std::make_shared<emu::VirtualOs>();
+  emu::qcom::AdrenoConfig cfg;
+  cfg.shader = std::make_shared<emu::qcom::Ir3Executor>();
+  auto gpu = emu::qcom::install_kgsl_gpu(*os, cfg);
+  qcom::QcomOptions o = qcom_options(small_rings);
+  o.name = "emu:qcom", o.kind = "emulated gpu";
+  return {qcom::open_qcom(os, o), [gpu] { return gpu->log(); }, [gpu] { return gpu->stats().contexts; }};
+}
 
 // What each device must do where devices differ, by its name in drivers/devices.h. A device without a
 // row fails the cases that need one: a new device states its expectations here.
@@ -136,6 +154,9 @@ const std::vector<DeviceRow>& device_rows() {
       {.device = "amd", .fault = amd_fault, .open = open_amd_kfd},
       {.device = "emu:nv", .fault = nv_fault, .fault_instruction = "st.global", .open = open_emu_nv},
       {.device = "nv", .fault = nv_fault, .open = open_nv_rm},
+      // kgsl reports a fault only as a context reset; the emulated GPU's log has the address.
+      {.device = "emu:qcom", .fault = {"kgsl reset the context", "kernel add_one"}, .fault_instruction = "stg", .open = open_emu_qcom},
+      {.device = "qcom", .fault = {"kgsl reset the context", "kernel add_one"}, .open = open_qcom},
   };
   return rows;
 }
