@@ -289,6 +289,51 @@ class Selector {
     int heq = cmp(IOp::CMPS_U, isa::Cond::EQ, R(a.hi), R(b.hi)), llt = cmp(IOp::CMPS_U, isa::Cond::LT, R(a.lo), R(b.lo));
     return alu(IOp::OR_B, R(hlt), R(alu(IOp::AND_B, R(heq), R(llt))));
   }
+  // 64-bit division and remainder by shift and subtract (64 steps), with the 32-bit version's
+  // conventions: truncating, a zero divisor (and INT64_MIN / -1) dividing by 1.
+  W widiv(W a, W b, bool is_signed, bool rem) {
+    W zero{mov_imm(0), mov_imm(0)}, one{mov_imm(1), mov_imm(0)};
+    int bad = wcmp(Op::CMPEQ, b, zero, false);
+    if (is_signed) {
+      int m1 = wcmp(Op::CMPEQ, b, {mov_imm(0xffffffffu), mov_imm(0xffffffffu)}, false);
+      int mn = wcmp(Op::CMPEQ, a, {mov_imm(0), mov_imm(0x80000000u)}, false);
+      bad = alu(IOp::OR_B, R(bad), R(alu(IOp::AND_B, R(m1), R(mn))));
+    }
+    W d = wsel(bad, one, b), na = a, nd = d;
+    int sa = -1, sd = -1;
+    if (is_signed) {
+      sa = cmp(IOp::CMPS_S, isa::Cond::LT, R(a.hi), VSrc::imm(0)), sd = cmp(IOp::CMPS_S, isa::Cond::LT, R(d.hi), VSrc::imm(0));
+      na = wsel(sa, wsub(zero, a), a), nd = wsel(sd, wsub(zero, d), d);
+    }
+    W q{mov_imm(0), mov_imm(0)}, r{mov_imm(0), mov_imm(0)};
+    int i = mov_imm(63);
+    int head = label(), exit = label();
+    place(head);
+    VInst& c = emit(IOp::CMPS_S);
+    c.inst.cond = isa::Cond::LT, c.dst_phys = isa::kP0, c.src = {R(i), VSrc::imm(0), {}};
+    emit(IOp::BR).target = exit;
+    ++depth_, p_.max_depth = std::max(p_.max_depth, depth_);
+    // r = r << 1 | bit i of a; if (r >= d) r -= d, q |= 1 << i
+    int high = cmp(IOp::CMPS_U, isa::Cond::GE, R(i), VSrc::imm(32)), s = alu(IOp::AND_B, R(i), VSrc::imm(31));
+    int bit = alu(IOp::AND_B, R(alu(IOp::SHR_B, R(sel(R(high), R(na.hi), R(na.lo))), R(s))), VSrc::imm(1));
+    W r2{alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r.lo), VSrc::imm(1))), R(bit)),
+         alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r.hi), VSrc::imm(1))), R(alu(IOp::SHR_B, R(r.lo), VSrc::imm(31))))};
+    int ge = alu(IOp::XOR_B, R(wcmp(Op::CMPLT, r2, nd, false)), VSrc::imm(1));
+    W r3 = wsel(ge, wsub(r2, nd), r2);
+    copy(r.lo, R(r3.lo)), copy(r.hi, R(r3.hi));
+    int set = alu(IOp::SHL_B, R(ge), R(s));
+    copy(q.lo, R(alu(IOp::OR_B, R(q.lo), R(sel(R(high), VSrc::imm(0), R(set))))));
+    copy(q.hi, R(alu(IOp::OR_B, R(q.hi), R(sel(R(high), R(set), VSrc::imm(0))))));
+    VInst& dec = emit(IOp::SUB_U);
+    dec.dst = i, dec.src = {R(i), VSrc::imm(1), {}};
+    p_.loops.emplace_back(head, p_.code.size());
+    jump(head);
+    place(exit);
+    --depth_;
+    W out = rem ? r : q;
+    if (is_signed) out = wsel(rem ? sa : alu(IOp::XOR_B, R(sa), R(sd)), wsub(zero, out), out);
+    return out;
+  }
   W wide_alu(const UOp& u, int l) {
     const auto src = u.src();
     bool s = u.dtype().scalar == ScalarType::Int64;
@@ -312,6 +357,8 @@ class Selector {
         W x = a(), y = b();
         return wsel(wcmp(Op::CMPLT, x, y, s), y, x);
       }
+      case Op::CDIV:
+      case Op::CMOD: return widiv(a(), b(), s, u.op() == Op::CMOD);
       case Op::WHERE: return wsel(reg(src[0], l), wreg(src[1], l), wreg(src[2], l));
       case Op::CAST: return wreg(src[0], l);  // from a narrower integer (or the other 64-bit one)
       case Op::BITCAST:
@@ -319,17 +366,54 @@ class Selector {
         break;
       default: break;
     }
-    unsupported(u,
-                "has no 64-bit " + std::string(ir::op_name(u.op())) + " (ugpu's ir3 backend does 64-bit add, sub, mul, shifts, logic and compares)");
+    unsupported(
+        u, "has no 64-bit " + std::string(ir::op_name(u.op())) + " (ugpu's ir3 backend does 64-bit add, sub, mul, div, shifts, logic and compares)");
+  }
+  // float32 to a 64-bit integer as the CPU converts: toward zero, saturating, NaN to 0. The magnitude
+  // splits exactly into its high and low 32 bits (floor(m / 2^32), then the rest, under 2^32 with at
+  // most 24 significant bits), each converted, then the pair is negated for a negative value.
+  W float_to_wide(int v, bool is_signed) {
+    int t = alu(IOp::TRUNC_F, R(v));
+    int nan = cmp(IOp::CMPS_F, isa::Cond::NE, R(t), R(t));
+    int over = cmp(IOp::CMPS_F, isa::Cond::GE, R(t), R(mov_f(is_signed ? 0x1p63f : 0x1p64f)));
+    int under = cmp(IOp::CMPS_F, isa::Cond::LT, R(t), R(mov_f(is_signed ? -0x1p63f : 0.0f)));
+    int out = alu(IOp::OR_B, R(alu(IOp::OR_B, R(nan), R(over))), R(under));
+    VSrc at = R(sel(R(out), VSrc::flut(0), R(t)));
+    at.abs = true;
+    int m = alu(IOp::ABSNEG_F, at);
+    int hf = alu(IOp::FLOOR_F, R(alu(IOp::MUL_F, R(m), R(mov_f(0x1p-32f)))));
+    VSrc nh = R(hf);
+    nh.neg = true;
+    int lf = alu(IOp::MAD_F32, nh, R(mov_f(0x1p32f)), R(m));
+    W w{cov(Type::F32, Type::U32, R(lf)), cov(Type::F32, Type::U32, R(hf))};
+    if (is_signed) w = wsel(cmp(IOp::CMPS_F, isa::Cond::LT, R(t), VSrc::flut(0)), wsub({mov_imm(0), mov_imm(0)}, w), w);
+    W hi_val = is_signed ? W{mov_imm(0xffffffffu), mov_imm(0x7fffffffu)} : W{mov_imm(0xffffffffu), mov_imm(0xffffffffu)};
+    W lo_val = is_signed ? W{mov_imm(0), mov_imm(0x80000000u)} : W{mov_imm(0), mov_imm(0)};
+    w = wsel(over, hi_val, w);
+    w = wsel(under, lo_val, w);
+    return wsel(nan, {mov_imm(0), mov_imm(0)}, w);
   }
   // A 64-bit integer to a 32-bit (or narrower) integer, bool or float.
   int narrow(const UOp& x, int l, Repr to) {
     W w = wreg(x, l);
     if (to == Repr::Bool) return cmp(IOp::CMPS_U, isa::Cond::NE, R(alu(IOp::OR_B, R(w.lo), R(w.hi))), VSrc::imm(0));
-    if (is_float(to)) {  // hi * 2^32 + lo: the low half rounded first (exact below 2^24 per half)
+    if (is_float(to)) {
+      // To nearest even, once: the magnitude shifted right until it fits 32 bits, the bits shifted out
+      // kept as a sticky bit, converted, then scaled back by 2^shift (exact) and signed.
       bool s = x.dtype().scalar == ScalarType::Int64;
-      int hi = cov(s ? Type::S32 : Type::U32, Type::F32, R(w.hi), 1), lo = cov(Type::U32, Type::F32, R(w.lo), 1);
-      return normalize(to, alu(IOp::MAD_F32, R(hi), R(mov_f(4294967296.0f)), R(lo)));
+      int neg = s ? cmp(IOp::CMPS_S, isa::Cond::LT, R(w.hi), VSrc::imm(0)) : mov_imm(0);
+      W m = s ? wsel(neg, wsub({mov_imm(0), mov_imm(0)}, w), w) : w;
+      int n = alu(IOp::SUB_U, VSrc::imm(32), R(alu(IOp::CLZ_B, R(m.hi))));  // bits to shift out: 0 when hi is 0
+      W shifted = wshift(m, n, Op::SHR, false);
+      int mask = alu(IOp::SUB_U, R(alu(IOp::SHL_B, VSrc::imm(1), R(n))), VSrc::imm(1));  // n < 32 here, or n = 32 below
+      int lost = sel(R(cmp(IOp::CMPS_U, isa::Cond::EQ, R(n), VSrc::imm(32))), R(m.lo), R(alu(IOp::AND_B, R(m.lo), R(mask))));
+      int sticky = cmp(IOp::CMPS_U, isa::Cond::NE, R(lost), VSrc::imm(0));
+      int f = cov(Type::U32, Type::F32, R(alu(IOp::OR_B, R(shifted.lo), R(sticky))), 1);
+      int pow2 = alu(IOp::SHL_B, R(alu(IOp::ADD_U, R(n), VSrc::imm(127))), VSrc::imm(23));  // 2^n as float bits
+      f = alu(IOp::MUL_F, R(f), R(pow2));
+      VSrc nf = R(f);
+      nf.neg = true;
+      return normalize(to, sel(R(neg), R(alu(IOp::ABSNEG_F, nf)), R(f)));
     }
     return normalize(to, w.lo);
   }
@@ -414,6 +498,17 @@ class Selector {
         return;
       }
       case Op::RANGE: {
+        if (wide(u.dtype())) {  // a 64-bit counter: compared and stepped as a pair
+          W i{vreg(), vreg()};
+          int head = label(), exit = label();
+          copy(i.lo, VSrc::imm(0)), copy(i.hi, VSrc::imm(0));
+          place(head);
+          branch_if(wcmp(Op::CMPLT, i, wreg(src[0]), u.dtype().scalar == ScalarType::Int64), true, exit);
+          wides_[u.get()] = {i};
+          loops_[u.get()] = {head, exit};
+          ++depth_, p_.max_depth = std::max(p_.max_depth, depth_);
+          return;
+        }
         repr(u);
         int i = vreg(), head = label(), exit = label();
         copy(i, VSrc::imm(0));
@@ -429,9 +524,14 @@ class Selector {
       }
       case Op::END: {
         auto [head, exit] = loops_.at(src[0].get());
-        int i = reg(src[0]);
-        VInst& inc = emit(IOp::ADD_U);
-        inc.dst = i, inc.src = {R(i), VSrc::imm(1), {}};
+        if (wide(src[0].dtype())) {
+          W i = wreg(src[0]), next = wadd(i, {mov_imm(1), mov_imm(0)});
+          copy(i.lo, R(next.lo)), copy(i.hi, R(next.hi));
+        } else {
+          int i = reg(src[0]);
+          VInst& inc = emit(IOp::ADD_U);
+          inc.dst = i, inc.src = {R(i), VSrc::imm(1), {}};
+        }
         p_.loops.emplace_back(head, p_.code.size());
         jump(head);
         place(exit);
@@ -479,7 +579,12 @@ class Selector {
         return;
       case Op::CAST:
         if (wide(u.dtype())) {
-          if (src[0].dtype().is_float()) unsupported(u, "has no float to 64-bit integer conversion");
+          if (src[0].dtype().is_float()) {
+            std::vector<W> w;
+            for (int l = 0; l < u.dtype().count; ++l) w.push_back(float_to_wide(reg(src[0], l), u.dtype().scalar == ScalarType::Int64));
+            wides_[u.get()] = w;
+            return;
+          }
           return wide_lanes(u);
         }
         if (wide(src[0].dtype())) return lanes(u, [&](int l) { return narrow(src[0], l, repr(u)); });
@@ -593,17 +698,24 @@ class Selector {
     int t1 = alu(IOp::MADSH_M16, R(a), R(b), R(t0));
     return alu(IOp::MADSH_M16, R(b), R(a), R(t1));
   }
-  // a / b to nearest: the reciprocal, then one correction with the residual (exact where the
-  // residual is; infinities and zeros keep the plain product).
+  // a / b to nearest: the reciprocal of b scaled into the normal range (by 2^64 or 2^-64, exact), one
+  // correction with the residual, then the scale back. Where the residual is NaN (an infinite or zero
+  // operand, or a quotient that overflows), the plain product stands.
   int fdiv(int a, int b) {
-    int r = alu(IOp::RCP, R(b));
+    VSrc ab = R(b);
+    ab.abs = true;
+    int absb = alu(IOp::ABSNEG_F, ab);
+    int small = cmp(IOp::CMPS_F, isa::Cond::LT, R(absb), R(mov_f(0x1p-100f))), big = cmp(IOp::CMPS_F, isa::Cond::GT, R(absb), R(mov_f(0x1p100f)));
+    int scale = sel(R(small), R(mov_f(0x1p64f)), R(sel(R(big), R(mov_f(0x1p-64f)), VSrc::flut(2))));
+    int bs = alu(IOp::MUL_F, R(b), R(scale));
+    int r = alu(IOp::RCP, R(bs));
     int q = alu(IOp::MUL_F, R(a), R(r));
-    VSrc nb = R(b);
+    VSrc nb = R(bs);
     nb.neg = true;
     int e = alu(IOp::MAD_F32, nb, R(q), R(a));
     int q2 = alu(IOp::MAD_F32, R(e), R(r), R(q));
-    int bad = cmp(IOp::CMPS_F, isa::Cond::NE, R(q2), R(q2));  // NaN from inf - inf or 0 * inf
-    return sel(R(bad), R(q), R(q2));
+    int bad = cmp(IOp::CMPS_F, isa::Cond::NE, R(q2), R(q2));
+    return alu(IOp::MUL_F, R(sel(R(bad), R(q), R(q2))), R(scale));
   }
   // Integer division (truncating, as C) and remainder by shift and subtract, 32 steps in a loop. A zero
   // divisor (and INT_MIN / -1) divides by 1 instead, as on the other devices.
@@ -679,14 +791,22 @@ class Selector {
     i = sel(R(over), R(mov_imm(uint32_t(int64_t(end) - 1))), R(i));
     return sel(R(under), R(mov_imm(uint32_t(int64_t(lo)))), R(i));
   }
-  int bitcast(int v, Repr from, Repr to, const UOp& u) {
-    bool f16 = from == Repr::Half || to == Repr::Half, bf = from == Repr::BF16 || to == Repr::BF16;
-    if (!f16 && !bf) return v;  // 32-bit patterns, or integers of one width
-    if (from == Repr::Half) return normalize(to, cov(Type::U16, Type::U32, VSrc::virt(cov(Type::F32, Type::F16, R(v), 1), true)));
-    if (from == Repr::BF16) return normalize(to, alu(IOp::SHR_B, R(v), VSrc::imm(16)));
-    if (to == Repr::Half) return cov(Type::F16, Type::F32, VSrc::virt(cov(Type::U32, Type::U16, R(v)), true));
-    if (to == Repr::BF16) return alu(IOp::SHL_B, R(v), VSrc::imm(16));
-    unsupported(u, "a bitcast it does not know");
+  // The bits of one type read as another of the same width: through the source's bit pattern
+  // (zero-extended), then built into the target's form.
+  int bitcast(int v, Repr from, Repr to, const UOp&) {
+    int bits;
+    switch (from) {
+      case Repr::Half: bits = cov(Type::U16, Type::U32, VSrc::virt(cov(Type::F32, Type::F16, R(v), 1), true)); break;
+      case Repr::BF16: bits = alu(IOp::SHR_B, R(v), VSrc::imm(16)); break;
+      case Repr::I16: bits = alu(IOp::AND_B, R(v), R(mov_imm(0xffff))); break;
+      case Repr::I8: bits = alu(IOp::AND_B, R(v), VSrc::imm(0xff)); break;
+      default: bits = v;
+    }
+    switch (to) {
+      case Repr::Half: return cov(Type::F16, Type::F32, VSrc::virt(cov(Type::U32, Type::U16, R(bits)), true));
+      case Repr::BF16: return alu(IOp::SHL_B, R(bits), VSrc::imm(16));
+      default: return normalize(to, bits);
+    }
   }
 
   // --- memory ---

@@ -88,22 +88,18 @@ class QcomQueue final : public hcq::HWQueue {
     put32(0xffffffffu);
     put32(32);  // cycles between polls
   }
-  // After everything before it: the high half with a memory write, then the low half with the
-  // CACHE_FLUSH_TS event, which writes once the caches are flushed (the write a waiter sees last).
+  // After everything before it, with the caches flushed (a CACHE_FLUSH_TS event to the driver's scratch
+  // page, its write landed): the 64-bit value in one memory write. One patch slot for the value.
   void emit_signal(Val s, Val v) override {
     pkt7(pm4::CP_WAIT_FOR_IDLE, 0);
-    Val hi = s;
-    hi.constant += 4;
-    pkt7(pm4::CP_MEM_WRITE, 3);
-    put32_of(hi, 0);
-    put32_of(hi, 32);
-    put32_of(v, 32);
-    pkt7(pm4::CP_EVENT_WRITE, 4);
-    put32(pm4::CP_EVENT_WRITE_0::EVENT.set(0, pm4::CACHE_FLUSH_TS));
+    flush_to_scratch();
+    pkt7(pm4::CP_WAIT_MEM_WRITES, 0);
+    pkt7(pm4::CP_MEM_WRITE, 4);
     put32_of(s, 0);
     put32_of(s, 32);
-    put32_of(v, 0);
+    put64(v);
   }
+  void flush_to_scratch();
   void emit_timestamp(Val s) override {
     pkt7(pm4::CP_WAIT_FOR_IDLE, 0);
     Val ts = s;
@@ -259,14 +255,18 @@ SINK(END(STORE(INDEX:uint8*(dst, i), LOAD:uint8(INDEX:uint8*(src, i))), i))
 
 QcomQueue::QcomQueue(QcomDevice& dev) : HWQueue(dev), dev_(dev) {}
 
-void QcomQueue::emit_memory_barrier() {
-  // Shader writes flushed from the caches (an event write to the driver's scratch page), the caches
-  // invalidated for later reads, and the CP's own writes landed.
+void QcomQueue::flush_to_scratch() {
   pkt7(pm4::CP_EVENT_WRITE, 4);
   put32(pm4::CP_EVENT_WRITE_0::EVENT.set(0, pm4::CACHE_FLUSH_TS));
   put32(static_cast<uint32_t>(dev_.scratch()));
   put32(static_cast<uint32_t>(dev_.scratch() >> 32));
   put32(0);
+}
+
+void QcomQueue::emit_memory_barrier() {
+  // Shader writes flushed from the caches (an event write to the driver's scratch page), the caches
+  // invalidated for later reads, and the CP's own writes landed.
+  flush_to_scratch();
   pkt7(pm4::CP_EVENT_WRITE, 1);
   put32(pm4::CP_EVENT_WRITE_0::EVENT.set(0, pm4::CACHE_INVALIDATE));
   pkt7(pm4::CP_WAIT_MEM_WRITES, 0);
@@ -300,8 +300,9 @@ void QcomQueue::emit_exec(const hcq::Program& hp, const hcq::Kernargs& k) {
     std::vector<int64_t> vars;
     const auto* bytes = reinterpret_cast<const uint8_t*>(k.host);
     for (size_t i = size_t(p.buffers); i < p.arg_layout.size(); ++i) {
-      int32_t v = 0;
-      std::memcpy(&v, bytes + p.arg_layout[i].offset, 4);
+      int64_t v = 0;
+      std::memcpy(&v, bytes + p.arg_layout[i].offset, p.arg_layout[i].bytes);
+      if (p.arg_layout[i].bytes == 4) v = static_cast<int32_t>(v);
       vars.push_back(v);
     }
     d = codegen::launch_dims(p.kernel->kernel, vars);
