@@ -39,7 +39,7 @@ UOp decompose_one(const Match& m) {
       if (dt.scalar != ScalarType::Half) return UOp();
       return UOp::make(Op::FMA, dtypes::float32, {u.src(0).cast(dtypes::float32), u.src(1).cast(dtypes::float32), u.src(2).cast(dtypes::float32)})
           .cast(dt);
-    case Op::POW: return xpow(u.src(0), u.src(1));
+    case Op::POW: return xpow(u.src(0), u.src(1), t.has_f64);
     case Op::EXP2:
     case Op::LOG2:
     case Op::SIN:

@@ -190,14 +190,18 @@ UOp transcendental(Op op, const UOp& x) {
   return r.cast(t);
 }
 
-UOp xpow(const UOp& base, const UOp& exponent) {
+UOp xpow(const UOp& base, const UOp& exponent, bool has_f64) {
   DType t = base.dtype();
   if (!t.is_float() || exponent.dtype() != t)
     throw Error("POW needs two floats of one dtype: " + to_inline(UOp::alu(Op::POW, {base, exponent}), 100));
   bool full = wide(t);
-  UOp x = base.cast(F), y = exponent.cast(F);
+  // Without float64 (an Adreno), in float32 through the hardware's exp2 and log2: a few ulp, growing
+  // with |y log2 x|, instead of the float64 scheme's correctly rounded float32.
+  const DType C = has_f64 ? F : dtypes::float32;
+  auto f = [&](double v) { return UOp::const_float(C, v); };
+  UOp x = base.cast(C), y = exponent.cast(C);
   UOp ax = sel(lt(x, f(0)), -x, x);
-  UOp mag = exp2_f64(y * log2_f64(ax, full), full);
+  UOp mag = has_f64 ? exp2_f64(y * log2_f64(ax, full), full) : UOp::alu(Op::EXP2, {y * UOp::alu(Op::LOG2, {ax})});
   UOp is_int = trunc(y).eq(y), half = y * f(0.5), odd = is_int & trunc(half).ne(half);
   UOp neg = lt(x, f(0));
   // C: pow(x, 0) = 1 and pow(1, y) = 1 even for NaN; a finite negative base needs an integer exponent.

@@ -9,6 +9,6 @@
 namespace ugpu::codegen {
 
 ir::UOp transcendental(ir::Op op, const ir::UOp& x);  // EXP2, LOG2 or SIN of a float value
-ir::UOp xpow(const ir::UOp& base, const ir::UOp& exponent);
+ir::UOp xpow(const ir::UOp& base, const ir::UOp& exponent, bool has_f64 = true);
 
 }  // namespace ugpu::codegen

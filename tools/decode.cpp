@@ -7,10 +7,12 @@
 #include <cstdlib>
 
 #include "codegen/builtin_kernels.h"
+#include "codegen/target.h"
 #include "common/error.h"
 #include "drivers/amd/amd_device.h"
 #include "drivers/devices.h"
 #include "drivers/nv/nv_device.h"
+#include "drivers/qcom/qcom_device.h"
 #include "hw/amd/packets.h"
 #include "hw/amd/reg_trace.h"
 #include "hw/nv/methods.h"
@@ -33,9 +35,9 @@ constexpr const char* kDecodeUsage =
     "of a QMD of version V = 3, 4 or 5 with\n"
     "--qmd), stopping at the first it cannot decode and saying why; with --regs it reads a register log\n"
     "of `ugpu bringup --trace` and names every register read and written. The second runs a built-in kernel\n"
-    "(`ugpu compile --help` lists them) once on a GPU device (default: emu:amd; emu:nv and nv for NVIDIA)\n"
-    "and prints what the driver submitted: the commands of its launch (PM4, or pushbuffer methods and\n"
-    "the QMD) and those of a copy (SDMA, or copy-engine methods).\n";
+    "(`ugpu compile --help` lists them) once on a GPU device (default: emu:amd; emu:nv and nv for NVIDIA,\n"
+    "emu:qcom and qcom for Adreno) and prints what the driver submitted: the commands of its launch (PM4,\n"
+    "pushbuffer methods and the QMD, or CP packets) and those of a copy (SDMA, or copy-engine methods).\n";
 
 int decode_kernel(const std::string& name, const std::string& device) {
   auto dev = drivers::open_device(device.empty() ? "emu:amd" : device);
@@ -51,6 +53,12 @@ int decode_kernel(const std::string& name, const std::string& device) {
   dev->synchronize();
   // NVIDIA's devices (nv, emu:nv) come with the Linux drivers: a build without them has no NV driver to ask.
   if constexpr (UGPU_LINUX_DRIVERS) {
+    if (codegen::find_target(dev->target()).arch == codegen::Arch::IR3) {  // Adreno: one ring, CP packets
+      std::vector<uint32_t> words = qcom::last_submission(*dev);
+      std::printf("# %s on %s: the submission (CP packets, %zu dwords)\n", name.c_str(), dev->name().c_str(), words.size());
+      std::fputs(hw::qcom::describe_stream(words).c_str(), stdout);
+      return 0;
+    }
     if (dev->target().rfind("sm_", 0) == 0) {
       nv::PushSnapshot push = nv::last_submission(*dev, false);
       std::printf("# %s on %s: the compute channel's pushbuffer (%zu dwords)\n", name.c_str(), dev->name().c_str(), push.words.size());

@@ -251,6 +251,14 @@ SINK(END(STORE(INDEX:uint8*(dst, i), LOAD:uint8(INDEX:uint8*(src, i))), i))
   hcq::KernelsInFlight kernels_;
   std::mutex copy_mu_;
   std::shared_ptr<hcq::Program> copy_program_;
+  const uint32_t* last_words_ = nullptr;  // the last submission's commands, where they ran
+  size_t last_dwords_ = 0;
+
+ public:
+  std::vector<uint32_t> last_submission() const {
+    std::lock_guard lock(mu_);
+    return last_words_ ? std::vector<uint32_t>(last_words_, last_words_ + last_dwords_) : std::vector<uint32_t>{};
+  }
 };
 
 QcomQueue::QcomQueue(QcomDevice& dev) : HWQueue(dev), dev_(dev) {}
@@ -407,6 +415,7 @@ uint64_t QcomDevice::submit_commands(hcq::HWQueue& hq) {
                         ": another user of the context?");
         } catch (const Kgsl::ContextReset&) { reset = true; }
         if (!reset) {
+          last_words_ = bound ? cmds.data() : ring + seg, last_dwords_ = cmds.size();
           submitted_ = position, written_ = end;
           marks_.emplace_back(position, end);
           if (q.kernels) kernels_.add(position, q.kernels, retired_->value());
@@ -488,6 +497,12 @@ std::unique_ptr<hcq::Device> open_qcom(std::shared_ptr<sys::Os> os, const QcomOp
     throw Error(o.name + ": Adreno chip id " + hex(id) + (chip ? std::string(" (") + chip->name + ")" : std::string(" (unknown)")) +
                 ": ugpu's ir3 backend compiles for " + supported_chips() + " only");
   return std::make_unique<QcomDevice>(std::move(kgsl), *chip, o);
+}
+
+std::vector<uint32_t> last_submission(hcq::Device& dev) {
+  auto* q = dynamic_cast<QcomDevice*>(&dev);
+  if (!q) throw Error(dev.name() + " is not an Adreno device");
+  return q->last_submission();
 }
 
 QcomFacts facts(hcq::Device& dev) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hcq/device.h"
 #include "sys/os.h"
@@ -40,5 +41,9 @@ struct QcomFacts {
   uint64_t submissions = 0, ring_waits = 0;
 };
 QcomFacts facts(hcq::Device& dev);
+// The commands of the last submission (without the driver's retire record), read back from where they
+// ran (the ring or bound memory): for tests and `ugpu decode --kernel --device emu:qcom`. Call it
+// before newer work overwrites them.
+std::vector<uint32_t> last_submission(hcq::Device& dev);
 
 }  // namespace ugpu::qcom

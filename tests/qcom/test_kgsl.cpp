@@ -12,6 +12,9 @@
 #include <numeric>
 #include <thread>
 
+#include "codegen/builtin_kernels.h"
+#include "codegen/compiler.h"
+#include "drivers/devices.h"
 #include "drivers/qcom/qcom_device.h"
 #include "emu/os/virtual_os.h"
 #include "emu/qcom/ir3_exec.h"
@@ -19,6 +22,8 @@
 #include "hw/qcom/kgsl.h"
 #include "hw/qcom/packets.h"
 #include "hw/qcom/pm4_opcodes.h"
+#include "ir/text.h"
+#include "tests/hcq/device_suite.h"
 
 using namespace ugpu;
 namespace kgsl = hw::qcom::kgsl;
@@ -274,4 +279,42 @@ TEST_CASE("qcom: a GPU page fault is a named device error; a hang times out; rec
   dev->compute_queue()->signal(*after, 2).submit();
   dev->wait(*after, 2, "after the second recover");
   CHECK(after->value() == 2);
+}
+
+TEST_CASE("qcom: the codegen kernel suite through the driver matches the CPU device, every kernel checked for hazards") {
+  auto dev = drivers::open_emu_qcom({});
+  test::kernel_suite_matches_cpu(*dev);
+  CHECK(dev->executed_instructions().value_or(0) > 0);
+}
+
+TEST_CASE("qcom: a kernel's binary is checked before it is loaded: truncated, foreign or inconsistent ones are errors") {
+  auto ck = codegen::compile(ir::parse(codegen::builtin_kernel("add_one").text), codegen::find_target("a630"));
+  REQUIRE(ck->ir3);
+  CHECK(ck->ir3->code.size() % 16 == 0);
+  CHECK(ck->ir3->full_regs >= 1);
+  CHECK(codegen::read_ir3_object(ck->binary).code == ck->ir3->code);
+  std::vector<uint8_t> b = ck->binary;
+  CHECK_THROWS_WITH_AS(codegen::read_ir3_object(std::span(b).first(b.size() - 8)), Contains("the code is"), Error);
+  CHECK_THROWS_WITH_AS(codegen::read_ir3_object(std::span(b).first(10)), Contains("ends at byte 10"), Error);
+  auto bad = b;
+  bad[0] = 'X';
+  CHECK_THROWS_WITH_AS(codegen::read_ir3_object(bad), Contains("no UIR3 magic"), Error);
+  bad = b;
+  bad[8] = 49;  // 49 full registers
+  CHECK_THROWS_WITH_AS(codegen::read_ir3_object(bad), Contains("49 full registers"), Error);
+  bad = b;
+  bad[4] = 2;  // version 2
+  CHECK_THROWS_WITH_AS(codegen::read_ir3_object(bad), Contains("version 2"), Error);
+  // The disassembly is ugpu's own: every word decodes, the kernel ends.
+  std::string text = codegen::disassembly(*ck);
+  CHECK(text.find("not decoded") == std::string::npos);
+  CHECK(text.find("end") != std::string::npos);
+  CHECK(text.find("ldg.u32") != std::string::npos);
+  CHECK(text.find("stg.u32") != std::string::npos);
+  // 64-bit floats are refused by name.
+  const char* f64 = R"(out = DEFINE_GLOBAL:double* {0}
+i = RANGE(4) {0, GLOBAL}
+SINK(END(STORE(INDEX:double*(out, i), CAST:double(i)), i))
+)";
+  CHECK_THROWS_WITH_AS(codegen::compile(ir::parse(f64), codegen::find_target("a630")), Contains("has no double arithmetic"), Error);
 }

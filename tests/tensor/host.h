@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/target.h"
 #include "common/split.h"
 #include "drivers/devices.h"
 #include "tensor/tensor.h"
@@ -136,13 +137,17 @@ inline Host random_host(Shape shape, uint64_t seed, double lo = -2, double hi = 
   return h;
 }
 
+// Whether the device computes with float64 (an Adreno has none: its tensors go through doubles on the host).
+inline bool has_f64(const std::string& dev) { return codegen::find_target(tensor::device(dev).target()).has_f64; }
+
 inline Tensor upload(const Host& h, const std::string& dev, tensor::DType dt = tensor::dtypes::float32) {
   std::vector<double> d = h.v;
+  if (!has_f64(dev)) return Tensor::from(d, h.shape, "cpu").cast(dt).contiguous().realize().to(dev);
   return Tensor::from(d, h.shape, dev).cast(dt).contiguous().realize();
 }
 
 inline std::vector<double> values(const Tensor& t) {
-  Tensor d = t.cast(tensor::dtypes::float64);
+  Tensor d = (has_f64(t.device()) ? t : t.to("cpu")).cast(tensor::dtypes::float64);
   return d.to_vector<double>();
 }
 
@@ -172,7 +177,7 @@ inline std::vector<std::string> test_devices() {
   const char* env = std::getenv("UGPU_TEST_DEVICES");
   if (env && *env) return split_list(env);
   std::vector<std::string> out;
-  for (const std::string& name : split_list("cpu,emu:amd,emu:amd:pci,emu:amd:usb,emu:nv"))
+  for (const std::string& name : split_list("cpu,emu:amd,emu:amd:pci,emu:amd:usb,emu:nv,emu:qcom"))
     for (const drivers::DeviceEntry& e : drivers::known_devices())
       if (e.name == name) out.push_back(name);
   return out;
