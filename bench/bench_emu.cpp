@@ -1,8 +1,10 @@
-// bench-emu: how fast the RDNA3 executor runs real kernels — the suite's matmul and its elementwise add,
-// compiled for gfx1100 by our codegen, each run repeatedly after a first (decoding) run.
-//   <kernel>.wave_instr_per_s      wave-instructions per second on one host thread
+// bench-emu: how fast the emulators' shader executors run real kernels — the suite's matmul and its
+// elementwise add, compiled by our codegen, each run repeatedly after a first (decoding) run.
+//   <kernel>.wave_instr_per_s      RDNA3 (gfx1100): wave-instructions per second on one host thread
 //   <kernel>.wave_instr_per_s_all  ... with every host thread running workgroups
 //   wave_instr_per_s, wave_instr_per_s_all: both kernels together
+//   ir3.<kernel>.wave_instr_per_s(_all), ir3.wave_instr_per_s(_all): the same for the Adreno ir3 executor
+//     (a630, waves of 64 fibers, every hazard checked), through emu:qcom's queues: 16 launches per submit
 // Reference points (issue 5): tinygrad's Python emulator runs about 0.3 M/s on a 2-vCPU machine; the
 // goal is 30 M/s per core.
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "codegen/builtin_kernels.h"
+#include "drivers/devices.h"
 #include "ir/text.h"
 #include "tests/emu/harness.h"
 
@@ -48,6 +51,37 @@ Rate measure(const std::string& name, const std::vector<size_t>& bytes, unsigned
   return r;
 }
 
+#if UGPU_LINUX_DRIVERS
+Rate measure_ir3(const std::string& name, const std::vector<size_t>& bytes, unsigned threads, double min_seconds) {
+  auto dev = drivers::open_emu_qcom({.strict_hazards = true, .threads = threads});
+  auto prog = drivers::load_kernel(*dev, ir::parse(codegen::builtin_kernel(name).source()), name);
+  std::vector<hcq::Buffer> bufs;
+  std::vector<hcq::Val> args;
+  for (size_t b : bytes) bufs.push_back(dev->alloc(b)), args.push_back(bufs.back().va);
+  auto done = dev->new_signal(0);
+  auto q = dev->compute_queue();
+  for (int i = 0; i < 16; ++i) q->exec(*prog, args);
+  q->signal(*done, hcq::Val::variable(0));
+  q->bind();
+  uint64_t v = 0;
+  auto run = [&] {
+    uint64_t vars[] = {++v};
+    q->submit(vars);
+    dev->wait(*done, v, "bench-emu ir3");
+  };
+  run();  // the first run decodes
+  Rate r;
+  uint64_t start = dev->executed_instructions().value_or(0);
+  auto t0 = Clock::now();
+  while (r.seconds < min_seconds) {
+    run();
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  r.instructions = static_cast<double>(dev->executed_instructions().value_or(0) - start);
+  return r;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,5 +110,17 @@ int main(int argc, char** argv) {
   }
   std::printf("wave_instr_per_s: %.0f\nwave_instr_per_s_all: %.0f\n", one_total.instructions / one_total.seconds,
               all_total.instructions / all_total.seconds);
+#if UGPU_LINUX_DRIVERS
+  Rate ir3_one, ir3_all;
+  for (const Kernel& k : kernels) {
+    Rate one = measure_ir3(k.name, k.bytes, 1, min_seconds), many = measure_ir3(k.name, k.bytes, all, min_seconds);
+    std::printf("ir3.%s.wave_instr_per_s: %.0f\nir3.%s.wave_instr_per_s_all: %.0f\n", k.name, one.instructions / one.seconds, k.name,
+                many.instructions / many.seconds);
+    ir3_one.instructions += one.instructions, ir3_one.seconds += one.seconds;
+    ir3_all.instructions += many.instructions, ir3_all.seconds += many.seconds;
+  }
+  std::printf("ir3.wave_instr_per_s: %.0f\nir3.wave_instr_per_s_all: %.0f\n", ir3_one.instructions / ir3_one.seconds,
+              ir3_all.instructions / ir3_all.seconds);
+#endif
   return 0;
 }

@@ -233,7 +233,7 @@ std::unique_ptr<hcq::Device> open_emu_am_usb(EmuAmUsb e) {
 std::unique_ptr<hcq::Device> open_emu_qcom(EmuQcom e) {
   auto os = std::make_shared<emu::VirtualOs>();
   emu::qcom::AdrenoConfig cfg;
-  auto exec = std::make_shared<emu::qcom::Ir3Executor>(emu::qcom::Ir3Options{e.strict_hazards, 0});
+  auto exec = std::make_shared<emu::qcom::Ir3Executor>(emu::qcom::Ir3Options{e.strict_hazards, e.threads});
   cfg.shader = exec;
   emu::qcom::install_kgsl_gpu(*os, cfg);
   qcom::QcomOptions o;

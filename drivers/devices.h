@@ -78,6 +78,7 @@ std::shared_ptr<sys::UsbTransport> open_usb_bridge();
 // Linux drivers.
 struct EmuQcom {
   bool strict_hazards = true;
+  unsigned threads = 0;  // host threads running workgroups (0: the executor's default)
 };
 std::unique_ptr<hcq::Device> open_emu_qcom(EmuQcom e);
 
