@@ -698,24 +698,24 @@ class Selector {
     int t1 = alu(IOp::MADSH_M16, R(a), R(b), R(t0));
     return alu(IOp::MADSH_M16, R(b), R(a), R(t1));
   }
-  // a / b to nearest: the reciprocal of b scaled into the normal range (by 2^64 or 2^-64, exact), one
-  // correction with the residual, then the scale back. Where the residual is NaN (an infinite or zero
-  // operand, or a quotient that overflows), the plain product stands.
+  // a / b to nearest: both operands scaled by 2^64 or 2^-64 (exact where it matters) so b's reciprocal is
+  // a normal number, the reciprocal, one correction with the residual, rounded once. Where the residual
+  // is NaN (an infinite or zero operand, a quotient that overflows), the plain product stands.
   int fdiv(int a, int b) {
     VSrc ab = R(b);
     ab.abs = true;
     int absb = alu(IOp::ABSNEG_F, ab);
     int small = cmp(IOp::CMPS_F, isa::Cond::LT, R(absb), R(mov_f(0x1p-100f))), big = cmp(IOp::CMPS_F, isa::Cond::GT, R(absb), R(mov_f(0x1p100f)));
     int scale = sel(R(small), R(mov_f(0x1p64f)), R(sel(R(big), R(mov_f(0x1p-64f)), VSrc::flut(2))));
-    int bs = alu(IOp::MUL_F, R(b), R(scale));
+    int as = alu(IOp::MUL_F, R(a), R(scale)), bs = alu(IOp::MUL_F, R(b), R(scale));
     int r = alu(IOp::RCP, R(bs));
-    int q = alu(IOp::MUL_F, R(a), R(r));
+    int q = alu(IOp::MUL_F, R(as), R(r));
     VSrc nb = R(bs);
     nb.neg = true;
-    int e = alu(IOp::MAD_F32, nb, R(q), R(a));
+    int e = alu(IOp::MAD_F32, nb, R(q), R(as));
     int q2 = alu(IOp::MAD_F32, R(e), R(r), R(q));
     int bad = cmp(IOp::CMPS_F, isa::Cond::NE, R(q2), R(q2));
-    return alu(IOp::MUL_F, R(sel(R(bad), R(q), R(q2))), R(scale));
+    return sel(R(bad), R(q), R(q2));
   }
   // Integer division (truncating, as C) and remainder by shift and subtract, 32 steps in a loop. A zero
   // divisor (and INT_MIN / -1) divides by 1 instead, as on the other devices.
