@@ -99,28 +99,24 @@ int main(int argc, char** argv) {
     const char* name;
     std::vector<size_t> bytes;
   } kernels[] = {{"matmul", {33 * 45 * 4, 33 * 70 * 4, 70 * 45 * 4}}, {"add", {6400 * 4, 6400 * 4, 100 * 4}}};
-  Rate one_total, all_total;
   std::printf("host_threads: %u\n", all);
-  for (const Kernel& k : kernels) {
-    Rate one = measure(k.name, k.bytes, 1, min_seconds), many = measure(k.name, k.bytes, all, min_seconds);
-    std::printf("%s.wave_instr_per_s: %.0f\n%s.wave_instr_per_s_all: %.0f\n", k.name, one.instructions / one.seconds, k.name,
-                many.instructions / many.seconds);
-    one_total.instructions += one.instructions, one_total.seconds += one.seconds;
-    all_total.instructions += many.instructions, all_total.seconds += many.seconds;
-  }
-  std::printf("wave_instr_per_s: %.0f\nwave_instr_per_s_all: %.0f\n", one_total.instructions / one_total.seconds,
-              all_total.instructions / all_total.seconds);
+  // Each kernel on one host thread and on all of them, then both together, as `<prefix><name>` figures.
+  auto report = [&](const std::string& prefix, auto measure_one) {
+    Rate one_total, all_total;
+    for (const Kernel& k : kernels) {
+      Rate one = measure_one(k.name, k.bytes, 1u), many = measure_one(k.name, k.bytes, all);
+      std::printf("%s%s.wave_instr_per_s: %.0f\n%s%s.wave_instr_per_s_all: %.0f\n", prefix.c_str(), k.name, one.instructions / one.seconds,
+                  prefix.c_str(), k.name, many.instructions / many.seconds);
+      one_total.instructions += one.instructions, one_total.seconds += one.seconds;
+      all_total.instructions += many.instructions, all_total.seconds += many.seconds;
+    }
+    std::printf("%swave_instr_per_s: %.0f\n%swave_instr_per_s_all: %.0f\n", prefix.c_str(), one_total.instructions / one_total.seconds,
+                prefix.c_str(), all_total.instructions / all_total.seconds);
+  };
+  report("", [&](const char* name, const std::vector<size_t>& bytes, unsigned threads) { return measure(name, bytes, threads, min_seconds); });
 #if UGPU_LINUX_DRIVERS
-  Rate ir3_one, ir3_all;
-  for (const Kernel& k : kernels) {
-    Rate one = measure_ir3(k.name, k.bytes, 1, min_seconds), many = measure_ir3(k.name, k.bytes, all, min_seconds);
-    std::printf("ir3.%s.wave_instr_per_s: %.0f\nir3.%s.wave_instr_per_s_all: %.0f\n", k.name, one.instructions / one.seconds, k.name,
-                many.instructions / many.seconds);
-    ir3_one.instructions += one.instructions, ir3_one.seconds += one.seconds;
-    ir3_all.instructions += many.instructions, ir3_all.seconds += many.seconds;
-  }
-  std::printf("ir3.wave_instr_per_s: %.0f\nir3.wave_instr_per_s_all: %.0f\n", ir3_one.instructions / ir3_one.seconds,
-              ir3_all.instructions / ir3_all.seconds);
+  report("ir3.",
+         [&](const char* name, const std::vector<size_t>& bytes, unsigned threads) { return measure_ir3(name, bytes, threads, min_seconds); });
 #endif
   return 0;
 }

@@ -76,6 +76,15 @@ const std::vector<BuiltinKernel>& builtin_kernels();
 std::string unsupported_on(const BuiltinKernel& k, const KernelRun& run, const Target& t);
 const BuiltinKernel& builtin_kernel(const std::string& name);  // throws Error listing the names
 
+// The drivers' byte-copy kernel, for a copy their command processor cannot do itself (NVIDIA's compute
+// queue; an Adreno copy of bytes that are not whole aligned dwords): dst[i] = src[i] for i < n.
+inline constexpr const char* kByteCopyKernel = R"(dst = DEFINE_GLOBAL:uint8* {0}
+src = DEFINE_GLOBAL:uint8* {1}
+n = DEFINE_VAR:index {"n", 1, 2147483647}
+i = RANGE(n) {0, GLOBAL}
+SINK(END(STORE(INDEX:uint8*(dst, i), LOAD:uint8(INDEX:uint8*(src, i))), i))
+)";
+
 // Replaces every `{key}` in `text` by its value: kernel text templates with sizes filled in.
 std::string fill(std::string text, const std::vector<std::pair<std::string, std::string>>& values);
 

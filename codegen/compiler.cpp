@@ -7,9 +7,11 @@
 #include <unordered_map>
 
 #include "codegen/backend.h"
+#include "codegen/builtin_kernels.h"
 #include "codegen/cache.h"
 #include "common/error.h"
 #include "ir/sha256.h"
+#include "ir/text.h"
 
 namespace ugpu::codegen {
 namespace {
@@ -108,6 +110,12 @@ std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Targe
   ++(ck->disk_hit ? g_stats.disk_hits : g_stats.compiles);
   if (o.cache) g_memory[mkey] = ck;
   return ck;
+}
+
+std::shared_ptr<const CompiledKernel> byte_copy_kernel(const Target& target) {
+  CompileOptions o;
+  o.name = "ugpu_copy";
+  return compile(ir::parse(kByteCopyKernel), target, o);
 }
 
 std::string disassembly(const CompiledKernel& k) { return backend_for(*k.target).disassemble(*k.target, k.binary, k.ptx); }

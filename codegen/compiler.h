@@ -47,6 +47,9 @@ struct CompiledKernel {
 
 std::shared_ptr<const CompiledKernel> compile(const ir::UOp& kernel, const Target& target, const CompileOptions& opts = {});
 
+// The drivers' byte-copy kernel (codegen::kByteCopyKernel) compiled for `target`, named ugpu_copy.
+std::shared_ptr<const CompiledKernel> byte_copy_kernel(const Target& target);
+
 // Compiles every (kernel, options) pair on up to one thread per core, into the memory cache (so the
 // caller's compile() calls then hit it). A kernel that fails is skipped here; compile() raises its
 // error when it is asked for it again.

@@ -1,5 +1,6 @@
 #include "hcq/queue.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "hcq/device.h"
@@ -52,6 +53,16 @@ HWQueue& HWQueue::copy(Val dst, Val src, uint64_t bytes) {
 
 HWQueue& HWQueue::exec(const Program& p, std::span<const Val> args) { return record_exec(p, args, true), *this; }
 void HWQueue::exec_untimed(const Program& p, std::span<const Val> args) { record_exec(p, args, false); }
+
+void HWQueue::copy_by_kernel(const Program& copy, Val dst, Val src, uint64_t bytes) {
+  constexpr uint64_t kChunk = 0x7fffffff;  // the kernel's byte count is an int32
+  for (uint64_t off = 0; off < bytes; off += kChunk) {
+    Val s = src, d = dst;
+    s.constant += off, d.constant += off;
+    Val args[] = {d, s, Val(std::min(kChunk, bytes - off))};
+    exec_untimed(copy, args);
+  }
+}
 
 void HWQueue::record_exec(const Program& p, std::span<const Val> args, bool time) {
   if (bound_) throw Error("a bound queue cannot record more commands");

@@ -77,6 +77,9 @@ class HWQueue {
   // An exec the profiler does not time on its own: a driver's helper kernel inside another command
   // (a copy done by a kernel on a queue without a copy engine).
   void exec_untimed(const Program& p, std::span<const Val> args);
+  // A copy by the driver's byte-copy kernel `copy` (codegen::kByteCopyKernel: dst, src, n), in pieces
+  // its 32-bit count holds.
+  void copy_by_kernel(const Program& copy, Val dst, Val src, uint64_t bytes);
   void put32(uint32_t v) { cmds_.push_back(v); }
   void put64(Val v);  // two dwords, low first; a variable becomes a patch slot
   // One dword: bits [shift, shift + 32) of the value (a variable becomes a one-dword patch slot).

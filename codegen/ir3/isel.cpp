@@ -143,6 +143,39 @@ class Selector {
     b.inst.inv1 = negate, b.target = target;
   }
   void jump(int target) { emit(IOp::JUMP).target = target; }
+  // Loops: the head's label, where the exit test goes, and the exit's.
+  struct Loop {
+    int head, exit;
+  };
+  Loop loop_begin() {
+    Loop l{label(), label()};
+    place(l.head);
+    ++depth_, p_.max_depth = std::max(p_.max_depth, depth_);
+    return l;
+  }
+  // Leaves the loop when `a cond b` (a compare into p0 and a branch).
+  void exit_when(const Loop& l, IOp compare, isa::Cond cond, VSrc a, VSrc b) {
+    VInst& c = emit(compare);
+    c.inst.cond = cond, c.dst_phys = isa::kP0, c.src = {a, b, {}};
+    emit(IOp::BR).target = l.exit;
+  }
+  void loop_end(const Loop& l) {
+    p_.loops.emplace_back(l.head, p_.code.size());
+    jump(l.head);
+    place(l.exit);
+    --depth_;
+  }
+  // for (i = top; i >= 0; --i) body(i): the bit loop of the divisions.
+  template <class Body>
+  void count_down(int top, Body body) {
+    int i = mov_imm(uint32_t(top));
+    Loop l = loop_begin();
+    exit_when(l, IOp::CMPS_S, isa::Cond::LT, R(i), VSrc::imm(0));
+    body(i);
+    VInst& dec = emit(IOp::SUB_U);
+    dec.dst = i, dec.src = {R(i), VSrc::imm(1), {}};
+    loop_end(l);
+  }
 
   // --- values ---
   static Repr repr(DType t, const UOp& u, Selector* self) {
@@ -306,30 +339,18 @@ class Selector {
       na = wsel(sa, wsub(zero, a), a), nd = wsel(sd, wsub(zero, d), d);
     }
     W q{mov_imm(0), mov_imm(0)}, r{mov_imm(0), mov_imm(0)};
-    int i = mov_imm(63);
-    int head = label(), exit = label();
-    place(head);
-    VInst& c = emit(IOp::CMPS_S);
-    c.inst.cond = isa::Cond::LT, c.dst_phys = isa::kP0, c.src = {R(i), VSrc::imm(0), {}};
-    emit(IOp::BR).target = exit;
-    ++depth_, p_.max_depth = std::max(p_.max_depth, depth_);
-    // r = r << 1 | bit i of a; if (r >= d) r -= d, q |= 1 << i
-    int high = cmp(IOp::CMPS_U, isa::Cond::GE, R(i), VSrc::imm(32)), s = alu(IOp::AND_B, R(i), VSrc::imm(31));
-    int bit = alu(IOp::AND_B, R(alu(IOp::SHR_B, R(sel(R(high), R(na.hi), R(na.lo))), R(s))), VSrc::imm(1));
-    W r2{alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r.lo), VSrc::imm(1))), R(bit)),
-         alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r.hi), VSrc::imm(1))), R(alu(IOp::SHR_B, R(r.lo), VSrc::imm(31))))};
-    int ge = alu(IOp::XOR_B, R(wcmp(Op::CMPLT, r2, nd, false)), VSrc::imm(1));
-    W r3 = wsel(ge, wsub(r2, nd), r2);
-    copy(r.lo, R(r3.lo)), copy(r.hi, R(r3.hi));
-    int set = alu(IOp::SHL_B, R(ge), R(s));
-    copy(q.lo, R(alu(IOp::OR_B, R(q.lo), R(sel(R(high), VSrc::imm(0), R(set))))));
-    copy(q.hi, R(alu(IOp::OR_B, R(q.hi), R(sel(R(high), R(set), VSrc::imm(0))))));
-    VInst& dec = emit(IOp::SUB_U);
-    dec.dst = i, dec.src = {R(i), VSrc::imm(1), {}};
-    p_.loops.emplace_back(head, p_.code.size());
-    jump(head);
-    place(exit);
-    --depth_;
+    count_down(63, [&](int i) {  // r = r << 1 | bit i of a; if (r >= d) r -= d, q |= 1 << i
+      int high = cmp(IOp::CMPS_U, isa::Cond::GE, R(i), VSrc::imm(32)), s = alu(IOp::AND_B, R(i), VSrc::imm(31));
+      int bit = alu(IOp::AND_B, R(alu(IOp::SHR_B, R(sel(R(high), R(na.hi), R(na.lo))), R(s))), VSrc::imm(1));
+      W r2{alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r.lo), VSrc::imm(1))), R(bit)),
+           alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r.hi), VSrc::imm(1))), R(alu(IOp::SHR_B, R(r.lo), VSrc::imm(31))))};
+      int ge = alu(IOp::XOR_B, R(wcmp(Op::CMPLT, r2, nd, false)), VSrc::imm(1));
+      W r3 = wsel(ge, wsub(r2, nd), r2);
+      copy(r.lo, R(r3.lo)), copy(r.hi, R(r3.hi));
+      int set = alu(IOp::SHL_B, R(ge), R(s));
+      copy(q.lo, R(alu(IOp::OR_B, R(q.lo), R(sel(R(high), VSrc::imm(0), R(set))))));
+      copy(q.hi, R(alu(IOp::OR_B, R(q.hi), R(sel(R(high), R(set), VSrc::imm(0))))));
+    });
     W out = rem ? r : q;
     if (is_signed) out = wsel(rem ? sa : alu(IOp::XOR_B, R(sa), R(sd)), wsub(zero, out), out);
     return out;
@@ -500,30 +521,24 @@ class Selector {
       case Op::RANGE: {
         if (wide(u.dtype())) {  // a 64-bit counter: compared and stepped as a pair
           W i{vreg(), vreg()};
-          int head = label(), exit = label();
           copy(i.lo, VSrc::imm(0)), copy(i.hi, VSrc::imm(0));
-          place(head);
-          branch_if(wcmp(Op::CMPLT, i, wreg(src[0]), u.dtype().scalar == ScalarType::Int64), true, exit);
+          Loop l = loop_begin();
+          branch_if(wcmp(Op::CMPLT, i, wreg(src[0]), u.dtype().scalar == ScalarType::Int64), true, l.exit);
           wides_[u.get()] = {i};
-          loops_[u.get()] = {head, exit};
-          ++depth_, p_.max_depth = std::max(p_.max_depth, depth_);
+          loops_.emplace(u.get(), l);
           return;
         }
         repr(u);
-        int i = vreg(), head = label(), exit = label();
+        int i = vreg();
         copy(i, VSrc::imm(0));
-        place(head);
+        Loop l = loop_begin();
         VSrc bound = src2(src[0], 0, false);
-        VInst& c = emit(is_signed(repr(u)) ? IOp::CMPS_S : IOp::CMPS_U);
-        c.inst.cond = isa::Cond::GE, c.dst_phys = isa::kP0, c.src = {R(i), bound, {}};
-        emit(IOp::BR).target = exit;
+        exit_when(l, is_signed(repr(u)) ? IOp::CMPS_S : IOp::CMPS_U, isa::Cond::GE, R(i), bound);
         define(u, {i});
-        loops_[u.get()] = {head, exit};
-        ++depth_, p_.max_depth = std::max(p_.max_depth, depth_);
+        loops_.emplace(u.get(), l);
         return;
       }
       case Op::END: {
-        auto [head, exit] = loops_.at(src[0].get());
         if (wide(src[0].dtype())) {
           W i = wreg(src[0]), next = wadd(i, {mov_imm(1), mov_imm(0)});
           copy(i.lo, R(next.lo)), copy(i.hi, R(next.hi));
@@ -532,10 +547,7 @@ class Selector {
           VInst& inc = emit(IOp::ADD_U);
           inc.dst = i, inc.src = {R(i), VSrc::imm(1), {}};
         }
-        p_.loops.emplace_back(head, p_.code.size());
-        jump(head);
-        place(exit);
-        --depth_;
+        loop_end(loops_.at(src[0].get()));
         return;
       }
       case Op::INDEX: {
@@ -735,25 +747,14 @@ class Selector {
       na = sel(R(sa), R(alu(IOp::SUB_U, VSrc::imm(0), R(a))), R(a));
       nd = sel(R(sd), R(alu(IOp::SUB_U, VSrc::imm(0), R(d))), R(d));
     }
-    int q = mov_imm(0), r = mov_imm(0), i = mov_imm(31);
-    int head = label(), exit = label();
-    place(head);
-    VInst& c = emit(IOp::CMPS_S);
-    c.inst.cond = isa::Cond::LT, c.dst_phys = isa::kP0, c.src = {R(i), VSrc::imm(0), {}};
-    emit(IOp::BR).target = exit;
-    ++depth_, p_.max_depth = std::max(p_.max_depth, depth_);
-    // r = r << 1 | (a >> i) & 1; if (r >= d) r -= d, q |= 1 << i
-    int bit = alu(IOp::AND_B, R(alu(IOp::SHR_B, R(na), R(i))), VSrc::imm(1));
-    int r2 = alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r), VSrc::imm(1))), R(bit));
-    int ge = cmp(IOp::CMPS_U, isa::Cond::GE, R(r2), R(nd));
-    copy(r, R(alu(IOp::SUB_U, R(r2), R(sel(R(ge), R(nd), VSrc::imm(0))))));
-    copy(q, R(alu(IOp::OR_B, R(q), R(alu(IOp::SHL_B, R(ge), R(i))))));
-    VInst& dec = emit(IOp::SUB_U);
-    dec.dst = i, dec.src = {R(i), VSrc::imm(1), {}};
-    p_.loops.emplace_back(head, p_.code.size());
-    jump(head);
-    place(exit);
-    --depth_;
+    int q = mov_imm(0), r = mov_imm(0);
+    count_down(31, [&](int i) {  // r = r << 1 | (a >> i) & 1; if (r >= d) r -= d, q |= 1 << i
+      int bit = alu(IOp::AND_B, R(alu(IOp::SHR_B, R(na), R(i))), VSrc::imm(1));
+      int r2 = alu(IOp::OR_B, R(alu(IOp::SHL_B, R(r), VSrc::imm(1))), R(bit));
+      int ge = cmp(IOp::CMPS_U, isa::Cond::GE, R(r2), R(nd));
+      copy(r, R(alu(IOp::SUB_U, R(r2), R(sel(R(ge), R(nd), VSrc::imm(0))))));
+      copy(q, R(alu(IOp::OR_B, R(q), R(alu(IOp::SHL_B, R(ge), R(i))))));
+    });
     int out = rem ? r : q;
     if (is_signed) {  // the quotient is negative when the signs differ; the remainder takes the dividend's sign
       int neg = rem ? sa : alu(IOp::XOR_B, R(sa), R(sd));
@@ -1052,7 +1053,7 @@ class Selector {
   std::unordered_map<const void*, std::vector<int>> vals_;
   std::unordered_map<const void*, std::vector<W>> wides_;
   std::unordered_map<const void*, Ptr> ptrs_;
-  std::unordered_map<const void*, std::pair<int, int>> loops_;
+  std::unordered_map<const void*, Loop> loops_;
   int depth_ = 0;
 };
 

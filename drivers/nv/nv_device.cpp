@@ -266,17 +266,7 @@ NvDevice::Local NvDevice::local_memory_for(const NvProgram& p) {
 
 const hcq::Program& NvDevice::copy_program() {
   std::lock_guard lock(copy_mu_);
-  if (!copy_program_) {
-    static constexpr const char* kCopy = R"(dst = DEFINE_GLOBAL:uint8* {0}
-src = DEFINE_GLOBAL:uint8* {1}
-n = DEFINE_VAR:index {"n", 1, 2147483647}
-i = RANGE(n) {0, GLOBAL}
-SINK(END(STORE(INDEX:uint8*(dst, i), LOAD:uint8(INDEX:uint8*(src, i))), i))
-)";
-    codegen::CompileOptions o;
-    o.name = "ugpu_copy";
-    copy_program_ = load(codegen::compile(ir::parse(kCopy), codegen::find_target(target()), o));
-  }
+  if (!copy_program_) copy_program_ = load(codegen::byte_copy_kernel(codegen::find_target(target())));
   return *copy_program_;
 }
 

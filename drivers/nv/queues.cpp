@@ -126,16 +126,7 @@ class ComputeQueue final : public NvQueueBase {
     chain_from_ = recorded();
   }
   // The compute engine has no memory-to-memory copy: a copy here is the driver's byte-copy kernel.
-  void emit_copy(Val dst, Val src, uint64_t bytes) override {
-    const hcq::Program& copy = dev_.copy_program();
-    constexpr uint64_t kChunk = 0x7fffffff;  // the kernel's byte count is an int32
-    for (uint64_t off = 0; off < bytes; off += kChunk) {
-      Val s = src, d = dst;
-      s.constant += off, d.constant += off;
-      Val args[] = {d, s, Val(std::min(kChunk, bytes - off))};
-      exec_untimed(copy, args);
-    }
-  }
+  void emit_copy(Val dst, Val src, uint64_t bytes) override { copy_by_kernel(dev_.copy_program(), dst, src, bytes); }
 
  private:
   size_t chain_from_ = 0;                              // recorded() right after the last launch

@@ -17,7 +17,6 @@
 #include "hw/qcom/packets.h"
 #include "hw/qcom/pm4_opcodes.h"
 #include "hw/qcom/pm4_packets.h"
-#include "ir/text.h"
 
 namespace ugpu::qcom {
 namespace pm4 = hw::qcom::pm4;
@@ -112,26 +111,11 @@ class QcomQueue final : public hcq::HWQueue {
   }
   void emit_memory_barrier() override;
   void emit_exec(const hcq::Program& p, const hcq::Kernargs& k) override;
-  void copy_kernel(Val dst, Val src, uint64_t bytes);
   void pkt4(const hw::qcom::Register& r, std::initializer_list<uint32_t> values) {
     put32(hw::qcom::type4_header(r.offset, uint32_t(values.size())));
     for (uint32_t v : values) put32(v);
   }
-  // CP_MEMCPY where both addresses and the size are whole dwords (known when recorded); otherwise the
-  // driver's byte-copy kernel.
-  void emit_copy(Val dst, Val src, uint64_t bytes) override {
-    if (dst.var >= 0 || src.var >= 0 || (dst.constant | src.constant | bytes) % 4) return copy_kernel(dst, src, bytes);
-    for (uint64_t off = 0; off < bytes; off += kMemcpyMaxDwords * 4) {
-      uint64_t n = std::min(kMemcpyMaxDwords * 4, bytes - off);
-      uint64_t s = src.constant + off, d = dst.constant + off;
-      pkt7(pm4::CP_MEMCPY, 5);
-      put32(static_cast<uint32_t>(n / 4));
-      put32(static_cast<uint32_t>(s));
-      put32(static_cast<uint32_t>(s >> 32));
-      put32(static_cast<uint32_t>(d));
-      put32(static_cast<uint32_t>(d >> 32));
-    }
-  }
+  void emit_copy(Val dst, Val src, uint64_t bytes) override;
 
  private:
   QcomDevice& dev_;
@@ -175,17 +159,7 @@ class QcomDevice final : public hcq::Device {
   // The byte-copy kernel behind copies CP_MEMCPY cannot do.
   const hcq::Program& copy_program() {
     std::lock_guard lock(copy_mu_);
-    if (!copy_program_) {
-      static constexpr const char* kCopy = R"(dst = DEFINE_GLOBAL:uint8* {0}
-src = DEFINE_GLOBAL:uint8* {1}
-n = DEFINE_VAR:int32 {"n", 1, 2147483647}
-i = RANGE(n) {0, GLOBAL}
-SINK(END(STORE(INDEX:uint8*(dst, i), LOAD:uint8(INDEX:uint8*(src, i))), i))
-)";
-      codegen::CompileOptions o;
-      o.name = "ugpu_copy";
-      copy_program_ = load(codegen::compile(ir::parse(kCopy), codegen::find_target(target()), o));
-    }
+    if (!copy_program_) copy_program_ = load(codegen::byte_copy_kernel(codegen::find_target(target())));
     return *copy_program_;
   }
   uint64_t clock_hz() const override { return 19200000; }  // CP_ALWAYS_ON_COUNTER
@@ -281,17 +255,21 @@ void QcomQueue::emit_memory_barrier() {
   pkt7(pm4::CP_WAIT_FOR_IDLE, 0);
 }
 
-void QcomQueue::copy_kernel(Val dst, Val src, uint64_t bytes) {
-  const hcq::Program& copy = dev_.copy_program();
-  constexpr uint64_t kChunk = 0x7fffffff;  // the kernel's byte count is an int32
-  for (uint64_t off = 0; off < bytes; off += kChunk) {
-    Val s = src, d = dst;
-    s.constant += off, d.constant += off;
-    Val args[] = {d, s, Val(std::min(kChunk, bytes - off))};
-    exec_untimed(copy, args);
+// CP_MEMCPY where both addresses and the size are whole dwords (known when recorded); otherwise the
+// driver's byte-copy kernel.
+void QcomQueue::emit_copy(Val dst, Val src, uint64_t bytes) {
+  if (dst.var >= 0 || src.var >= 0 || (dst.constant | src.constant | bytes) % 4) return copy_by_kernel(dev_.copy_program(), dst, src, bytes);
+  for (uint64_t off = 0; off < bytes; off += kMemcpyMaxDwords * 4) {
+    uint64_t n = std::min(kMemcpyMaxDwords * 4, bytes - off);
+    uint64_t s = src.constant + off, d = dst.constant + off;
+    pkt7(pm4::CP_MEMCPY, 5);
+    put32(static_cast<uint32_t>(n / 4));
+    put32(static_cast<uint32_t>(s));
+    put32(static_cast<uint32_t>(s >> 32));
+    put32(static_cast<uint32_t>(d));
+    put32(static_cast<uint32_t>(d >> 32));
   }
 }
-
 // The compute dispatch (shared/reference/nv-qcom-stack.md §7.3, registers from hw/qcom/a6xx_regs.h):
 // compute mode, the state caches invalidated, the launch geometry, the shader's registers and code,
 // its constants (the argument block) loaded from kernarg memory, then CP_EXEC_CS.

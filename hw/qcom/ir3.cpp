@@ -264,6 +264,12 @@ uint64_t encode(const Inst& i) {
   uint64_t w = uint64_t{r.cat} << 61 | uint64_t{i.sy} << 60 | uint64_t{i.jp} << 59;
   auto ss = [&] { w |= uint64_t{i.ss} << 44; };
   auto ul = [&] { w |= uint64_t{i.ul} << 45; };
+  auto alu_fields = [&](int opc_lo, int opc_hi) {  // cat2, cat3, cat4: flags, repeat, opcode, destination
+    ss(), ul();
+    put(w, 40, 41, i.rpt, i, "repeat");
+    put(w, opc_lo, opc_hi, r.opc, i, "opcode");
+    put(w, 32, 39, i.dst, i, "destination");
+  };
   switch (r.cat) {
     case 0: {
       ss();
@@ -301,10 +307,7 @@ uint64_t encode(const Inst& i) {
       break;
     }
     case 2: {
-      ss(), ul();
-      put(w, 40, 41, i.rpt, i, "repeat");
-      put(w, 53, 58, r.opc, i, "opcode");
-      put(w, 32, 39, i.dst, i, "destination");
+      alu_fields(53, 58);
       w |= uint64_t{i.sat} << 42;
       bool half = src_half(i.src[0]);
       w |= uint64_t{!half} << 52;
@@ -318,11 +321,8 @@ uint64_t encode(const Inst& i) {
       break;
     }
     case 3: {
-      ss(), ul();
+      alu_fields(55, 58);
       bool alt = r.sub;
-      put(w, 40, 41, i.rpt, i, "repeat");
-      put(w, 55, 58, r.opc, i, "opcode");
-      put(w, 32, 39, i.dst, i, "destination");
       w |= uint64_t{alt} << 13;
       bool half = alt ? src_half(i.src[1]) : r.half;
       if (alt) w |= uint64_t{!half} << 42;
@@ -336,10 +336,7 @@ uint64_t encode(const Inst& i) {
       break;
     }
     case 4: {
-      ss(), ul();
-      put(w, 40, 41, i.rpt, i, "repeat");
-      put(w, 53, 58, r.opc, i, "opcode");
-      put(w, 32, 39, i.dst, i, "destination");
+      alu_fields(53, 58);
       w |= uint64_t{i.sat} << 42;
       bool half = src_half(i.src[0]);
       w |= uint64_t{!half} << 52 | uint64_t{half != i.dst_half} << 46;
