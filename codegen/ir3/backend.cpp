@@ -33,7 +33,7 @@ class Ir3Backend final : public Backend {
       << o.local_id_reg << " " << o.wg_id_reg << " " << o.kernarg_bytes << "\n";
     for (const Ir3Object::Arg& a : o.args) s << "; arg " << a.offset << " " << a.bytes << "\n";
     for (size_t i = 0; i < o.code.size(); ++i) {
-      char b[40];
+      char b[48];
       std::snprintf(b, sizeof b, "%5zu  %016" PRIx64 "  ", i, o.code[i]);
       s << b << ir3::isa::format(listing[i]) << "\n";
     }

@@ -178,6 +178,10 @@ class QcomDevice final : public hcq::Device {
     std::lock_guard lock(mu_);
     return {kgsl_->info().chip_id, kgsl_->info().gpu_id, context_, chip_.name, submitted_, waits_};
   }
+  std::vector<uint32_t> last_submission() const {
+    std::lock_guard lock(mu_);
+    return last_words_ ? std::vector<uint32_t>(last_words_, last_words_ + last_dwords_) : std::vector<uint32_t>{};
+  }
 
  protected:
   hcq::Buffer alloc_memory(size_t bytes) override { return buffer(bytes, false); }
@@ -227,12 +231,6 @@ class QcomDevice final : public hcq::Device {
   std::shared_ptr<hcq::Program> copy_program_;
   const uint32_t* last_words_ = nullptr;  // the last submission's commands, where they ran
   size_t last_dwords_ = 0;
-
- public:
-  std::vector<uint32_t> last_submission() const {
-    std::lock_guard lock(mu_);
-    return last_words_ ? std::vector<uint32_t>(last_words_, last_words_ + last_dwords_) : std::vector<uint32_t>{};
-  }
 };
 
 QcomQueue::QcomQueue(QcomDevice& dev) : HWQueue(dev), dev_(dev) {}
@@ -270,6 +268,7 @@ void QcomQueue::emit_copy(Val dst, Val src, uint64_t bytes) {
     put32(static_cast<uint32_t>(d >> 32));
   }
 }
+
 // The compute dispatch (shared/reference/nv-qcom-stack.md §7.3, registers from hw/qcom/a6xx_regs.h):
 // compute mode, the state caches invalidated, the launch geometry, the shader's registers and code,
 // its constants (the argument block) loaded from kernarg memory, then CP_EXEC_CS.
