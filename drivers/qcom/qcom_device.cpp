@@ -36,7 +36,6 @@ std::string supported_chips() {
   return s;
 }
 
-constexpr uint32_t kRetireDwords = 1 + 5;        // WAIT_FOR_IDLE, then the flush-and-write of the position
 constexpr uint64_t kMemcpyMaxDwords = 1u << 30;  // CP_MEMCPY counts dwords in 32 bits; stay well inside
 
 // Packets, appended to a dword vector (the queue's put32 or a driver tail).

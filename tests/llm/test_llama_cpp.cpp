@@ -138,7 +138,7 @@ TEST_CASE("llama.cpp: logits and greedy tokens agree, per architecture and weigh
       ref_logits.push_back(ref.eval(std::vector<int32_t>{ref_tokens.back()}));
       ref_tokens.push_back(argmax(ref_logits.back()));
     }
-    for (const std::string& dev : test_devices()) {
+    for (const std::string& dev : model_test_devices()) {
       INFO(std::string(cs.arch) << " " << std::string(cs.weights) << " on " << dev);
       llm::Model m = llm::Model::load(f, dev, 64);
       llm::Generator g(m);

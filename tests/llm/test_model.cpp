@@ -190,7 +190,7 @@ TEST_CASE("model: prefill and decode steps match the host reference, for each ar
     HostModel host(f);
     std::vector<int32_t> toks{1, 17, 200, 45, 3, 99, 250, 8};
     const size_t prompt = 5;
-    for (const std::string& dev : test_devices()) {
+    for (const std::string& dev : model_test_devices()) {
       INFO(cs.arch << " " << cs.weights << " on " << dev);
       llm::Model m = llm::Model::load(f, dev, 16);
       std::vector<int32_t> p(toks.begin(), toks.begin() + prompt);
@@ -215,7 +215,7 @@ TEST_CASE("sampling on the device: greedy is the argmax; the Gumbel draw follows
   std::string path = temp_model(spec);
   llm::GgufFile f = llm::GgufFile::open(path);
   const std::vector<int32_t> prompt{1, 17, 200};
-  for (const std::string& dev : test_devices()) {
+  for (const std::string& dev : model_test_devices()) {
     INFO("device " << dev);
     llm::Model m = llm::Model::load(f, dev, 32);
     auto run = [&](double temperature, uint64_t seed) {

@@ -183,4 +183,14 @@ inline std::vector<std::string> test_devices() {
   return out;
 }
 
+// The devices the model suites (tests/llm) run on: test_devices() without emu:qcom, unless
+// $UGPU_TEST_DEVICES names it. Its ir3 executor runs fiber by fiber, and a model's prefill (64-bit
+// index arithmetic on token ids included) keeps one submission busy past the 30 s wait timeout.
+inline std::vector<std::string> model_test_devices() {
+  std::vector<std::string> d = test_devices();
+  if (const char* env = std::getenv("UGPU_TEST_DEVICES"); env && *env) return d;
+  if (std::erase(d, std::string("emu:qcom"))) MESSAGE("emu:qcom: the model suites are not run there (its executor is too slow for a model)");
+  return d;
+}
+
 }  // namespace ugpu::test
