@@ -3,8 +3,9 @@
 // Values live in 32-bit registers: float32 as itself, half and bfloat16 as the float32 of their value
 // (rounded back to their precision after every operation, as the CPU reference computes them), 32-bit
 // integers as themselves, 8- and 16-bit integers sign- or zero-extended to 32 bits (normalised after
-// every operation that can leave their range), bools as 0 or 1. Half registers appear only at memory
-// accesses of 8- and 16-bit types. 64-bit types are refused: the a6xx has no 64-bit ALU.
+// every operation that can leave their range), bools as 0 or 1, 64-bit integers as a pair of registers
+// (the a6xx has no 64-bit ALU: their operations are sequences). Half registers appear only at memory
+// accesses of 8- and 16-bit types. float64 is refused by name.
 #include <bit>
 #include <cmath>
 #include <cstring>
