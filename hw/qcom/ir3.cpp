@@ -238,6 +238,13 @@ void read_r_bits(uint64_t w, Inst& i, int r1_bit, int r2_bit, Src& s1, Src& s2) 
 }
 
 bool src_half(const Src& s) { return s.half; }
+// Whether a cat2/cat4 instruction's sources are half registers (its FULL bit): the first source that
+// is a register, constant or integer immediate says; a float-table immediate carries its own precision.
+bool sources_half(const Inst& i, int n) {
+  for (int k = 0; k < n; ++k)
+    if (i.src[size_t(k)].kind != Src::Kind::Flut && i.src[size_t(k)].kind != Src::Kind::None) return i.src[size_t(k)].half;
+  return false;
+}
 
 }  // namespace
 
@@ -309,7 +316,7 @@ uint64_t encode(const Inst& i) {
     case 2: {
       alu_fields(53, 58);
       w |= uint64_t{i.sat} << 42;
-      bool half = src_half(i.src[0]);
+      bool half = sources_half(i, r.srcs);
       w |= uint64_t{!half} << 52;
       if (i.dst < kP0) w |= uint64_t{half != i.dst_half} << 46;
       if (i.op == Op::CMPS_F || i.op == Op::CMPS_U || i.op == Op::CMPS_S || i.op == Op::CMPV_F || i.op == Op::CMPV_U || i.op == Op::CMPV_S)
@@ -338,7 +345,7 @@ uint64_t encode(const Inst& i) {
     case 4: {
       alu_fields(53, 58);
       w |= uint64_t{i.sat} << 42;
-      bool half = src_half(i.src[0]);
+      bool half = sources_half(i, 1);
       w |= uint64_t{!half} << 52 | uint64_t{half != i.dst_half} << 46;
       w |= multisrc(i.src[0], i) | uint64_t{i.src[0].r} << 43;
       break;

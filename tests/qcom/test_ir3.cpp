@@ -157,6 +157,14 @@ TEST_CASE("ir3: every op round-trips through its encoding with each flag") {
   }
 }
 
+TEST_CASE("ir3: a float-table immediate keeps its own precision: the register sources set the FULL bit") {
+  // add.u r24.x, h(4.0), r1.x: a half float immediate beside full registers (found by fuzz-ir3).
+  auto i = decode(0x4210006000042c0bull);
+  REQUIRE(i);
+  CHECK(format(*i) == "add.u r24.x, h(4.0), r1.x");
+  CHECK(encode(*i) == 0x4210006000042c0bull);
+}
+
 TEST_CASE("ir3: fields that cannot hold a value are errors naming the instruction") {
   Inst ldg;
   ldg.op = Op::LDG, ldg.dst = reg(1), ldg.src[0] = Src::gpr(reg(2));
