@@ -601,11 +601,11 @@ class Selector {
           return wide_lanes(u);
         }
         if (wide(src[0].dtype())) return lanes(u, [&](int l) { return narrow(src[0], l, repr(u)); });
-        lanes(u, [&](int l) { return cast(reg(src[0], l), repr(src[0]), repr(u), src[0]); });
+        lanes(u, [&](int l) { return cast(reg(src[0], l), repr(src[0]), repr(u)); });
         return;
       case Op::BITCAST:
         if (wide(u.dtype()) || wide(src[0].dtype())) return wide_lanes(u);
-        lanes(u, [&](int l) { return bitcast(reg(src[0], l), repr(src[0]), repr(u), u); });
+        lanes(u, [&](int l) { return bitcast(reg(src[0], l), repr(src[0]), repr(u)); });
         return;
       case Op::WMMA: unsupported(u, "has no tensor cores");
       default:
@@ -765,7 +765,7 @@ class Selector {
   }
 
   // --- conversions ---
-  int cast(int v, Repr from, Repr to, const UOp& x) {
+  int cast(int v, Repr from, Repr to) {
     if (from == to) return v;
     if (to == Repr::Bool)
       return is_float(from) ? cmp(IOp::CMPS_F, isa::Cond::NE, R(v), VSrc::flut(0)) : cmp(IOp::CMPS_U, isa::Cond::NE, R(v), VSrc::imm(0));
@@ -775,7 +775,6 @@ class Selector {
       return normalize(to, cov(t, Type::F32, R(v), 1));
     }
     if (is_float(from)) return float_to_int(v, to);
-    (void)x;
     return normalize(to, v);  // integers: wrap into the target's width
   }
   // float32 to an integer as the CPU reference converts: toward zero, saturating, NaN to 0.
@@ -795,7 +794,7 @@ class Selector {
   }
   // The bits of one type read as another of the same width: through the source's bit pattern
   // (zero-extended), then built into the target's form.
-  int bitcast(int v, Repr from, Repr to, const UOp&) {
+  int bitcast(int v, Repr from, Repr to) {
     int bits;
     switch (from) {
       case Repr::Half: bits = cov(Type::U16, Type::U32, VSrc::virt(cov(Type::F32, Type::F16, R(v), 1), true)); break;
