@@ -24,10 +24,11 @@ const Target kTargets[] = {
     {"sm_90", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
     {"sm_100", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
     {"sm_120", Arch::NVPTX, kNvGrid, {1024, 1024, 64}, 1024, 49152, 128, 32, {Op::SQRT}, {Op::SQRT}},
-    // Adreno 630: 32-bit group counts (CP_EXEC_CS), 10-bit local sizes, 1024 fibers per workgroup, 32 KiB
-    // of shared memory, waves of 64; the SFU has sqrt, exp2, log2 and sin (its input range-reduced by the
-    // backend); there is no 64-bit float.
+    // Adreno 630 and 660 (the same ir3 encodings for what the backend emits): 32-bit group counts (CP_EXEC_CS), 10-bit local sizes, 1024 fibers per
+    // workgroup, 32 KiB of shared memory, waves of 64; the SFU has sqrt, exp2, log2 and sin (its input range-reduced by the backend); there is no
+    // 64-bit float.
     {"a630", Arch::IR3, kAmdGrid, {1024, 1024, 1024}, 1024, 32768, 64, 64, {Op::SQRT, Op::EXP2, Op::LOG2, Op::SIN}, {}, false},
+    {"a660", Arch::IR3, kAmdGrid, {1024, 1024, 1024}, 1024, 32768, 64, 64, {Op::SQRT, Op::EXP2, Op::LOG2, Op::SIN}, {}, false},
 };
 
 }  // namespace

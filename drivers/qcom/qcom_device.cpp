@@ -26,7 +26,7 @@ using hcq::Val;
 namespace {
 
 constexpr AdrenoChip kChips[] = {
-    {0x0603, "a630", "a630"},  {0x0604, "a640", nullptr}, {0x0605, "a650", nullptr}, {0x0606, "a660", nullptr},
+    {0x0603, "a630", "a630"},  {0x0604, "a640", nullptr}, {0x0605, "a650", nullptr}, {0x0606, "a660", "a660", true},
     {0x0608, "a680", nullptr}, {0x0703, "a730", nullptr}, {0x0704, "a740", nullptr}, {0x0705, "a750", nullptr},
 };
 std::string supported_chips() {
@@ -173,6 +173,7 @@ class QcomDevice final : public hcq::Device {
     return std::shared_ptr<uint32_t[]>(m, static_cast<uint32_t*>(m->host));
   }
   uint64_t scratch() const { return scratch_->va; }
+  const AdrenoChip& chip() const { return chip_; }
   QcomFacts facts() const {
     std::lock_guard lock(mu_);
     return {kgsl_->info().chip_id, kgsl_->info().gpu_id, context_, chip_.name, submitted_, waits_};
@@ -322,6 +323,7 @@ void QcomQueue::emit_exec(const hcq::Program& hp, const hcq::Kernargs& k) {
   uint32_t cntl1 = c1::LINEARLOCALIDREGID.set(0, hw::qcom::ir3::kNoReg) | c1::THREADSIZE.set(0, threads128);
   pkt4(a::HLSQ_CS_NDRANGE_0, {ndrange0, uint32_t(d.global[0] * d.local[0]), 0, uint32_t(d.global[1] * d.local[1]), 0,
                               uint32_t(d.global[2] * d.local[2]), 0, cntl0, cntl1, 1, 1, 1});
+  if (dev_.chip().sp_cs_cntl) pkt4(a::SP_CS_CNTL_0, {cntl0, cntl1});  // gen 4 parts read the ids from these copies
   namespace r0 = a::SP_CS_CTRL_REG0_fields;
   uint32_t ctrl0 = r0::THREADSIZE.set(0, threads128) | r0::FULLREGFOOTPRINT.set(0, o.full_regs) | r0::BRANCHSTACK.set(0, o.branch_stack) |
                    r0::MERGEDREGS.set(0, 1);

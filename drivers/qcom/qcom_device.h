@@ -28,9 +28,10 @@ std::unique_ptr<hcq::Device> open_qcom(std::shared_ptr<sys::Os> os, const QcomOp
 
 // The Adreno chips ugpu knows, by chip id (core.major.minor.patch, one byte each).
 struct AdrenoChip {
-  uint32_t id_prefix;  // core and major bytes (0x0603 for 6.3.x.x)
-  const char* name;    // "a630"
-  const char* target;  // the codegen target; nullptr: known but not supported
+  uint32_t id_prefix;       // core and major bytes (0x0603 for 6.3.x.x)
+  const char* name;         // "a630"
+  const char* target;       // the codegen target; nullptr: known but not supported
+  bool sp_cs_cntl = false;  // a6xx gen 4 (LPAC): SP_CS_CNTL_0/1 repeat HLSQ_CS_CNTL_0/1
 };
 const AdrenoChip* find_chip(uint32_t chip_id);  // nullptr: unknown
 

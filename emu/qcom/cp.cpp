@@ -195,6 +195,11 @@ void CommandProcessor::load_state(std::span<const uint32_t> p) {
 void CommandProcessor::exec_cs(std::span<const uint32_t> p, const std::atomic<bool>& cancelled) {
   if (p.size() < 4) fault("needs 4 payload dwords");
   if (!sp_) fault("this emulated Adreno has no shader processor");
+  if (sp_cs_cntl_ &&
+      (reg(a6xx::SP_CS_CNTL_0.offset) != reg(a6xx::HLSQ_CS_CNTL_0.offset) || reg(a6xx::SP_CS_CNTL_1.offset) != reg(a6xx::HLSQ_CS_CNTL_1.offset)))
+    fault("SP_CS_CNTL_0/1 (" + hex(reg(a6xx::SP_CS_CNTL_0.offset)) + ", " + hex(reg(a6xx::SP_CS_CNTL_1.offset)) +
+          ") do not repeat HLSQ_CS_CNTL_0/1 (" + hex(reg(a6xx::HLSQ_CS_CNTL_0.offset)) + ", " + hex(reg(a6xx::HLSQ_CS_CNTL_1.offset)) +
+          "): this chip reads the ids from both");
   ComputeDispatch d;
   d.reg = [this](uint32_t o) { return reg(o); };
   d.consts = consts_;

@@ -46,7 +46,10 @@ class CommandProcessor {
   static constexpr uint32_t kConstVec4 = 1024;     // the compute shader's constant file
   static constexpr int kMaxIbDepth = 2;            // IB1 (the submission's) and IB2 (CP_INDIRECT_BUFFER)
 
-  CommandProcessor(GpuMemory& memory, ShaderProcessor* sp) : memory_(memory), sp_(sp), regs_(kRegisters), consts_(kConstVec4 * 4) {}
+  // `sp_cs_cntl`: an a6xx gen 4 part (a660), whose dispatch reads SP_CS_CNTL_0/1, which must repeat
+  // HLSQ_CS_CNTL_0/1 (a mismatch is a fault here: the hardware's behaviour then is not known).
+  CommandProcessor(GpuMemory& memory, ShaderProcessor* sp, bool sp_cs_cntl = false)
+      : memory_(memory), sp_(sp), sp_cs_cntl_(sp_cs_cntl), regs_(kRegisters), consts_(kConstVec4 * 4) {}
   // Runs one IB of `dwords` at `address`. Throws CpFault; returns early (false) when `cancelled` is
   // set while it waits (the context was destroyed).
   bool run(uint64_t address, uint64_t dwords, const std::atomic<bool>& cancelled) { return run_ib(address, dwords, 1, cancelled); }
@@ -67,6 +70,7 @@ class CommandProcessor {
 
   GpuMemory& memory_;
   ShaderProcessor* sp_;
+  bool sp_cs_cntl_;
   std::vector<uint32_t> regs_;
   std::vector<uint32_t> consts_;
   uint64_t packets_ = 0, dispatches_ = 0, instructions_ = 0;

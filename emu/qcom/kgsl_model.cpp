@@ -59,7 +59,7 @@ struct Context {
   uint32_t reset_status = kgsl::kCtxStatNoError;
   std::atomic<bool> cancelled{false};
   std::thread worker;
-  Context(GpuMemory& m, ShaderProcessor* sp) : cp(m, sp) {}
+  Context(GpuMemory& m, ShaderProcessor* sp, bool sp_cs_cntl) : cp(m, sp, sp_cs_cntl) {}
 };
 
 class Card : public AdrenoGpu, public std::enable_shared_from_this<Card> {
@@ -197,7 +197,7 @@ int Card::set_property(kgsl::DeviceGetProperty& a) {
 
 int Card::create_context(kgsl::DrawctxtCreate& a) {
   if (a.flags & ~kContextFlags) return -EINVAL;
-  auto c = std::make_shared<Context>(memory_, cfg_.shader.get());
+  auto c = std::make_shared<Context>(memory_, cfg_.shader.get(), cfg_.chip_id >> 16 == 0x0606);  // a660: gen 4
   c->flags = a.flags;
   {
     std::lock_guard lock(mu_);

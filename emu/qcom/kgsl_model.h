@@ -19,7 +19,7 @@ namespace ugpu::emu::qcom {
 
 struct AdrenoConfig {
   std::string name = "a630";
-  uint32_t chip_id = 0x06030001;  // core.major.minor.patch, one byte each: Adreno 630
+  uint32_t chip_id = 0x06030001;  // core.major.minor.patch, one byte each: Adreno 630 (0x06060001: 660)
   uint32_t gpu_id = 630;
   uint64_t memory_bytes = uint64_t{4} << 30;  // what allocations may take together (the GPU shares system memory)
   std::shared_ptr<ShaderProcessor> shader;    // what CP_EXEC_CS runs; null: dispatches fault

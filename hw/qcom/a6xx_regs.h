@@ -65,6 +65,20 @@ inline constexpr Register SP_CS_PVT_MEM_HW_STACK_OFFSET{"SP_CS_PVT_MEM_HW_STACK_
 namespace SP_CS_PVT_MEM_HW_STACK_OFFSET_fields {
 inline constexpr Field OFFSET{"OFFSET", 0, 18};
 }  // namespace SP_CS_PVT_MEM_HW_STACK_OFFSET_fields
+inline constexpr Register SP_CS_CNTL_0{"SP_CS_CNTL_0", 0xa9c2, 1};
+namespace SP_CS_CNTL_0_fields {
+inline constexpr Field WGIDCONSTID{"WGIDCONSTID", 0, 7};
+inline constexpr Field WGSIZECONSTID{"WGSIZECONSTID", 8, 15};
+inline constexpr Field WGOFFSETCONSTID{"WGOFFSETCONSTID", 16, 23};
+inline constexpr Field LOCALIDREGID{"LOCALIDREGID", 24, 31};
+}  // namespace SP_CS_CNTL_0_fields
+inline constexpr Register SP_CS_CNTL_1{"SP_CS_CNTL_1", 0xa9c3, 1};
+namespace SP_CS_CNTL_1_fields {
+inline constexpr Field LINEARLOCALIDREGID{"LINEARLOCALIDREGID", 0, 7};
+inline constexpr Field SINGLE_SP_CORE{"SINGLE_SP_CORE", 8, 8};
+inline constexpr Field THREADSIZE{"THREADSIZE", 9, 9};
+inline constexpr Field THREADSIZE_SCALAR{"THREADSIZE_SCALAR", 10, 10};
+}  // namespace SP_CS_CNTL_1_fields
 inline constexpr Register SP_CS_TEX_SAMP{"SP_CS_TEX_SAMP", 0xa9e2, 2};
 inline constexpr Register SP_CS_TEX_CONST{"SP_CS_TEX_CONST", 0xa9e6, 2};
 inline constexpr Register SP_CS_IBO{"SP_CS_IBO", 0xa9f2, 2};
@@ -200,6 +214,8 @@ inline constexpr Register kRegisters[] = {
     SP_CS_CONFIG,
     SP_CS_INSTRLEN,
     SP_CS_PVT_MEM_HW_STACK_OFFSET,
+    SP_CS_CNTL_0,
+    SP_CS_CNTL_1,
     SP_CS_TEX_SAMP,
     SP_CS_TEX_CONST,
     SP_CS_IBO,

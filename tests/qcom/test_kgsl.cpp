@@ -45,7 +45,8 @@ struct Emu {
 
 struct Raw {  // the kgsl model without the driver
   Emu e;
-  int fd = e.os->open("/dev/kgsl-3d0", O_RDWR);
+  int fd;
+  explicit Raw(emu::qcom::AdrenoConfig cfg = {}) : e(cfg), fd(e.os->open("/dev/kgsl-3d0", O_RDWR)) {}
   int ioctl(unsigned long r, void* a) { return e.os->ioctl(fd, r, a); }
   uint32_t context() {
     kgsl::DrawctxtCreate c{kgsl::kContextNoGmemAlloc, 0};
@@ -165,7 +166,7 @@ TEST_CASE("qcom: no /dev/kgsl-3d0, and a chip ugpu does not compile for, are cle
   a7.chip_id = 0x07030001, a7.gpu_id = 730;
   Emu e(a7);
   CHECK_THROWS_WITH_AS(e.open(), Contains("chip id 0x7030001 (a730)"), Error);
-  CHECK_THROWS_WITH_AS(e.open(), Contains("compiles for a630 only"), Error);
+  CHECK_THROWS_WITH_AS(e.open(), Contains("compiles for a630, a660 only"), Error);
   emu::qcom::AdrenoConfig unknown;
   unknown.chip_id = 0x05040001;
   Emu u(unknown);
@@ -317,4 +318,45 @@ i = RANGE(4) {0, GLOBAL}
 SINK(END(STORE(INDEX:double*(out, i), CAST:double(i)), i))
 )";
   CHECK_THROWS_WITH_AS(codegen::compile(ir::parse(f64), codegen::find_target("a630")), Contains("has no double arithmetic"), Error);
+}
+
+TEST_CASE("qcom: an Adreno 660 (gen 4) gets the SP_CS_CNTL_0/1 copies of the id registers and runs the kernel suite") {
+  emu::qcom::AdrenoConfig a660;
+  a660.chip_id = 0x06060001, a660.gpu_id = 660;
+  Emu e(a660);
+  auto dev = e.open();
+  CHECK(dev->target() == "a660");
+  CHECK(qcom::facts(*dev).chip == "a660");
+  test::kernel_suite_matches_cpu(*dev);
+  // The launch carries the copies (the emulated a660 faults when they differ from HLSQ_CS_CNTL_0/1).
+  auto prog = drivers::load_kernel(*dev, ir::parse(codegen::builtin_kernel("add_one").text), "add_one");
+  hcq::Buffer a = dev->alloc(4000), b = dev->alloc(4000);
+  auto q = dev->compute_queue();
+  hcq::Val args[] = {a.va, b.va};
+  q->exec(*prog, args);
+  q->submit();
+  dev->synchronize();
+  std::string text = hw::qcom::describe_stream(qcom::last_submission(*dev));
+  CHECK(text.find("SP_CS_CNTL_0 = ") != std::string::npos);
+  CHECK(text.find("SP_CS_CNTL_1 = ") != std::string::npos);
+}
+
+TEST_CASE("qcom emu: on an a660 a dispatch whose SP_CS_CNTL_0/1 do not repeat HLSQ_CS_CNTL_0/1 is a fault naming them") {
+  emu::qcom::AdrenoConfig a660;
+  a660.chip_id = 0x06060001, a660.gpu_id = 660;
+  Raw k(a660);
+  uint32_t ctx = k.context();
+  auto [id, words] = k.alloc(4096);
+  size_t n = 0;
+  words[n++] = hw::qcom::type4_header(0xb997, 1);  // HLSQ_CS_CNTL_0, without the SP_CS_CNTL_0 copy
+  words[n++] = 0xfcfcc0;
+  words[n++] = hw::qcom::type7_header(hw::qcom::pm4::CP_EXEC_CS, 4);
+  for (uint32_t v : {0u, 1u, 1u, 1u}) words[n++] = v;
+  uint32_t ts = 0;
+  REQUIRE(k.submit(ctx, words, n * 4, &ts) == 0);
+  CHECK(k.wait(ctx, ts) == -EDEADLK);
+  auto log = k.e.gpu->log();
+  REQUIRE(!log.empty());
+  CHECK_MESSAGE(log.back().find("SP_CS_CNTL_0/1") != std::string::npos, log.back());
+  k.e.os->munmap(words, 4096);
 }
