@@ -11,6 +11,19 @@
 #include "hcq/profiler.h"
 
 namespace ugpu::hcq {
+
+std::vector<int64_t> Program::recorded_vars(const Kernargs& k) const {
+  std::vector<int64_t> vars;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(k.host);
+  for (size_t i = static_cast<size_t>(buffers); i < static_cast<size_t>(buffers + this->vars); ++i) {
+    ArgSlot slot = arg_layout.empty() ? ArgSlot{static_cast<uint32_t>(8 * i), 8} : arg_layout[i];
+    int64_t v = 0;
+    std::memcpy(&v, bytes + slot.offset, slot.bytes);
+    if (slot.bytes == 4) v = static_cast<int32_t>(v);
+    vars.push_back(v);
+  }
+  return vars;
+}
 namespace {
 // UGPU_WAIT_TIMEOUT_MS, else 30 s; at most Device::kMaxTimeout. Anything that is not such a number is
 // an error, not a silent default.

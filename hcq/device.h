@@ -55,6 +55,9 @@ class Program : public std::enable_shared_from_this<Program> {
   };
   std::vector<ArgSlot> arg_layout;
   uint32_t kernarg_bytes = 0;
+  // The variables' values as an exec wrote them into its argument memory (4-byte slots sign-extended):
+  // what a driver computes a launch's geometry from.
+  std::vector<int64_t> recorded_vars(const Kernargs& k) const;
 };
 
 struct MemoryStats {

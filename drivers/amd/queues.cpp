@@ -124,20 +124,7 @@ class Pm4Queue final : public AmdQueueBase {
     if (!kernels) kernels = std::make_shared<std::vector<std::string>>();
     kernels->push_back(p.name);
     // Launch dims, from the variable values as recorded.
-    std::vector<int64_t> vars;
-    for (size_t i = static_cast<size_t>(p.buffers); i < p.arg_layout.size() && !p.fixed_dims; ++i) {
-      const auto& s = p.arg_layout[i];
-      const auto* b = reinterpret_cast<const uint8_t*>(k.host) + s.offset;
-      int64_t v = 0;
-      if (s.bytes == 4) {
-        int32_t x;
-        std::memcpy(&x, b, 4), v = x;
-      } else {
-        std::memcpy(&v, b, 8);
-      }
-      vars.push_back(v);
-    }
-    codegen::LaunchDims dims = p.fixed_dims ? *p.fixed_dims : codegen::launch_dims(p.kernel->kernel, vars);
+    codegen::LaunchDims dims = p.fixed_dims ? *p.fixed_dims : codegen::launch_dims(p.kernel->kernel, p.recorded_vars(k));
     if (p.dispatch_ptr) {  // the HSA dispatch packet the kernel reads its sizes from
       uint8_t* d = reinterpret_cast<uint8_t*>(k.host) + p.user_args_bytes;
       std::memset(d, 0, 64);

@@ -71,19 +71,7 @@ class ComputeQueue final : public NvQueueBase {
     auto* qmd = reinterpret_cast<uint32_t*>(bytes + (qmd_va - k.va));
     const m::QmdLayout& layout = dev_.qmd_layout();
     // Launch geometry from the arguments as recorded (a variable's dimension keeps its recorded value).
-    codegen::LaunchDims d;
-    if (p.fixed_dims) {
-      d = *p.fixed_dims;
-    } else {
-      std::vector<int64_t> vars;
-      for (size_t i = static_cast<size_t>(p.buffers); i < p.arg_layout.size(); ++i) {
-        int64_t v = 0;
-        std::memcpy(&v, bytes + p.arg_layout[i].offset, p.arg_layout[i].bytes);
-        if (p.arg_layout[i].bytes == 4) v = static_cast<int32_t>(v);
-        vars.push_back(v);
-      }
-      d = codegen::launch_dims(p.kernel->kernel, vars);
-    }
+    codegen::LaunchDims d = p.fixed_dims ? *p.fixed_dims : codegen::launch_dims(p.kernel->kernel, p.recorded_vars(k));
     // An empty grid (a variable size of 0) launches nothing, as on every other device: no QMD, and
     // the next launch chains to the previous one as if this one were not there.
     if (d.global[0] == 0 || d.global[1] == 0 || d.global[2] == 0) return;

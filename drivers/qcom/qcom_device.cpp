@@ -38,12 +38,6 @@ std::string supported_chips() {
 
 constexpr uint64_t kMemcpyMaxDwords = 1u << 30;  // CP_MEMCPY counts dwords in 32 bits; stay well inside
 
-// Packets, appended to a dword vector (the queue's put32 or a driver tail).
-template <class Put>
-void type7(Put&& put, uint8_t opcode, uint32_t count) {
-  put(hw::qcom::type7_header(opcode, count));
-}
-
 class QcomDevice;
 
 // A kernel loaded into GPU memory, with the facts every launch of it programs.
@@ -201,13 +195,9 @@ class QcomDevice final : public hcq::Device {
     return {m->va, static_cast<size_t>(m->size), m->host, m};
   }
   void append_retire(std::vector<uint32_t>& out, uint64_t position) const {
-    auto put = [&](uint32_t v) { out.push_back(v); };
-    type7(put, pm4::CP_WAIT_FOR_IDLE, 0);
-    type7(put, pm4::CP_EVENT_WRITE, 4);
-    put(pm4::CP_EVENT_WRITE_0::EVENT.set(0, pm4::CACHE_FLUSH_TS));
-    put(static_cast<uint32_t>(retired_->address()));
-    put(static_cast<uint32_t>(retired_->address() >> 32));
-    put(static_cast<uint32_t>(position));
+    out.insert(out.end(), {hw::qcom::type7_header(pm4::CP_WAIT_FOR_IDLE, 0), hw::qcom::type7_header(pm4::CP_EVENT_WRITE, 4),
+                           pm4::CP_EVENT_WRITE_0::EVENT.set(0, pm4::CACHE_FLUSH_TS), static_cast<uint32_t>(retired_->address()),
+                           static_cast<uint32_t>(retired_->address() >> 32), static_cast<uint32_t>(position)});
   }
   // kgsl reported the context reset (a refused submission or wait): ask why, and fail the device.
   void context_reset();
@@ -278,20 +268,8 @@ void QcomQueue::emit_exec(const hcq::Program& hp, const hcq::Kernargs& k) {
   const codegen::Ir3Object& o = *p.kernel->ir3;
   if (!kernels) kernels = std::make_shared<std::vector<std::string>>();
   if (std::find(kernels->begin(), kernels->end(), p.name) == kernels->end()) kernels->push_back(p.name);
-  codegen::LaunchDims d;
-  if (p.fixed_dims) {
-    d = *p.fixed_dims;
-  } else {  // from the arguments as recorded (a variable's dimension keeps its recorded value)
-    std::vector<int64_t> vars;
-    const auto* bytes = reinterpret_cast<const uint8_t*>(k.host);
-    for (size_t i = size_t(p.buffers); i < p.arg_layout.size(); ++i) {
-      int64_t v = 0;
-      std::memcpy(&v, bytes + p.arg_layout[i].offset, p.arg_layout[i].bytes);
-      if (p.arg_layout[i].bytes == 4) v = static_cast<int32_t>(v);
-      vars.push_back(v);
-    }
-    d = codegen::launch_dims(p.kernel->kernel, vars);
-  }
+  // From the arguments as recorded (a variable's dimension keeps its recorded value).
+  codegen::LaunchDims d = p.fixed_dims ? *p.fixed_dims : codegen::launch_dims(p.kernel->kernel, p.recorded_vars(k));
   if (d.global[0] == 0 || d.global[1] == 0 || d.global[2] == 0) return;  // an empty grid launches nothing
   for (int i = 0; i < 3; ++i)
     if (d.local[i] > 1024 || d.global[i] > 0xffffffffll || d.global[i] * d.local[i] > 0xffffffffll)
