@@ -17,15 +17,12 @@ Only what ugpu uses is kept (the REGISTERS and SDMA_PACKETS lists below); add a 
     scripts/gen_amd_hw.py --check hw/amd            (exit 1 if a file differs; exit 77 when the
                                                     tarball is missing: apt-get install linux-source-6.12)
 """
-import argparse
-import os
 import re
 import sys
 import tarfile
 
-from hw_tables import write_or_check
+from hw_tables import tarball_main
 
-TARBALL = '/usr/src/linux-source-6.12.tar.xz'
 AMD = 'linux-source-6.12/drivers/gpu/drm/amd/'
 FILES = {
     'gc_offset': AMD + 'include/asic_reg/gc/gc_11_0_0_offset.h',
@@ -238,17 +235,8 @@ def gen_sdma(src):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('-o', '--out', help='directory to write into (hw/amd)')
-    ap.add_argument('--check', help='directory whose files must match')
-    ap.add_argument('--tarball', default=TARBALL)
-    a = ap.parse_args()
-    if not os.path.exists(a.tarball):
-        print('gen_amd_hw.py: %s is missing (apt-get install linux-source-6.12); not checked' % a.tarball)
-        sys.exit(77 if a.check else 1)
-    src = read_sources(a.tarball)
-    write_or_check('gen_amd_hw.py', {'gfx11_regs.h': gen_regs(src), 'sdma6_packets.h': gen_sdma(src), 'am11_regs.h': gen_am(src)}, a.out, a.check)
-
+    tarball_main('gen_amd_hw.py', __doc__, read_sources,
+                 lambda src: {'gfx11_regs.h': gen_regs(src), 'sdma6_packets.h': gen_sdma(src), 'am11_regs.h': gen_am(src)})
 
 if __name__ == '__main__':
     main()

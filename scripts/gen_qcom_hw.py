@@ -16,16 +16,13 @@ Only what ugpu uses is kept (the lists below); add a name there and rerun.
     scripts/gen_qcom_hw.py --check hw/qcom       (exit 1 if a file differs; exit 77 when the tarball is
                                                  missing: apt-get install linux-source-6.12)
 """
-import argparse
-import os
 import re
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
 
-from hw_tables import write_or_check
+from hw_tables import tarball_main
 
-TARBALL = '/usr/src/linux-source-6.12.tar.xz'
 ADRENO = 'linux-source-6.12/drivers/gpu/drm/msm/registers/adreno/'
 GENERATION = 6  # the variant the tables are for: A6XX
 
@@ -146,6 +143,17 @@ def pm4_file(src):
     return '\n'.join(out)
 
 
+def enum_lines(root, enums):
+    """C++ enums (uint32_t, named in CamelCase) of the wanted values of each XML enum."""
+    out = []
+    for enum, wanted in enums.items():
+        values = enum_values(root, enum, wanted)
+        out += ['', 'enum %s : uint32_t {' % ''.join(w.capitalize() for w in enum.split('_'))]
+        out += ['  %s = %d,' % (n, v) for n, v in sorted(values.items(), key=lambda kv: kv[1])]
+        out.append('};')
+    return out
+
+
 def packet_fields(pm4):
     bitsets = {b.get('name'): b for b in pm4.iter('bitset')}
     out = {}
@@ -169,11 +177,7 @@ def packets_file(src):
         out.append('namespace %s_0 {' % name)
         out += ['inline constexpr Field %s{"%s", %d, %d};' % ('B' + f if f[0].isdigit() else f, f, lo, hi) for f, lo, hi in fields]
         out.append('}  // namespace %s_0' % name)
-    for enum, wanted in ENUMS.items():
-        values = enum_values(pm4, enum, wanted)
-        out += ['', 'enum %s : uint32_t {' % ''.join(w.capitalize() for w in enum.split('_'))]
-        out += ['  %s = %d,' % (n, v) for n, v in sorted(values.items(), key=lambda kv: kv[1])]
-        out.append('};')
+    out += enum_lines(pm4, ENUMS)
     out += ['', '}  // namespace ugpu::hw::qcom::pm4', '']
     return '\n'.join(out)
 
@@ -188,11 +192,7 @@ def regs_file(src):
             out.append('namespace %s_fields {' % name)
             out += ['inline constexpr Field %s{"%s", %d, %d};' % (f, f, lo, hi) for f, lo, hi in fields]
             out.append('}  // namespace %s_fields' % name)
-    for enum, wanted in REG_ENUMS.items():
-        values = enum_values(src['a6xx.xml'], enum, wanted)
-        out += ['', 'enum %s : uint32_t {' % ''.join(w.capitalize() for w in enum.split('_'))]
-        out += ['  %s = %d,' % (n, v) for n, v in sorted(values.items(), key=lambda kv: kv[1])]
-        out.append('};')
+    out += enum_lines(src['a6xx.xml'], REG_ENUMS)
     out += ['', '// Every register above, by offset: what a decoder names.', 'inline constexpr Register kRegisters[] = {']
     out += ['    %s,' % name for name, _ in regs]
     out += ['};', '', '}  // namespace ugpu::hw::qcom::a6xx', '']
@@ -200,19 +200,8 @@ def regs_file(src):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('-o', '--out', help='directory to write to')
-    ap.add_argument('--check', help='directory whose files must match')
-    ap.add_argument('--tarball', default=TARBALL)
-    a = ap.parse_args()
-    if not os.path.exists(a.tarball):
-        print('gen_qcom_hw.py: %s is missing (apt-get install linux-source-6.12); not checked' % a.tarball)
-        sys.exit(77 if a.check else 1)
-    src = read_sources(a.tarball)
-    if not a.check and not a.out:
-        ap.error('-o DIR or --check DIR')
-    write_or_check('gen_qcom_hw.py', {'pm4_opcodes.h': pm4_file(src), 'pm4_packets.h': packets_file(src), 'a6xx_regs.h': regs_file(src)}, a.out, a.check)
-
+    tarball_main('gen_qcom_hw.py', __doc__, read_sources,
+                 lambda src: {'pm4_opcodes.h': pm4_file(src), 'pm4_packets.h': packets_file(src), 'a6xx_regs.h': regs_file(src)})
 
 if __name__ == '__main__':
     main()
