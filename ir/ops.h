@@ -92,7 +92,8 @@ enum : uint8_t { kCommutative = 1, kAssociative = 2, kIdempotent = 4 };
   X(WHERE, Ternary, 0, None)                                      \
   X(MULACC, Ternary, 0, None)                                     \
   X(FMA, Ternary, 0, None)                                        \
-  X(WMMA, Reduce, 0, String)
+  X(WMMA, Reduce, 0, String)                                      \
+  X(DETACH, Movement, 0, None)
 
 enum class Op : uint8_t {
 #define UGPU_OP_ENUM(name, group, flags, arg) name,

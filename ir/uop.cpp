@@ -564,7 +564,7 @@ std::optional<Shape> compute_shape(const Node* n) {
       if (n->nsrc < 1) return std::nullopt;  // malformed (the verifier says so); never read past the node
       const auto& in = src_shape(0);
       if (!in) return std::nullopt;
-      if (n->op == Op::FLIP || n->op == Op::CONTIGUOUS || n->op == Op::ASSIGN) return in;
+      if (n->op == Op::FLIP || n->op == Op::CONTIGUOUS || n->op == Op::DETACH || n->op == Op::ASSIGN) return in;
       if (n->op == Op::GATHER) return n->nsrc == 2 ? n->srcs()[1].shape() : std::nullopt;
       if (n->op == Op::PERMUTE) {
         const Ints& p = std::get<Ints>(n->arg);

@@ -242,7 +242,8 @@ std::string check_movement(const UOp& u) {
         if (p[i] != static_cast<int64_t>(i)) return "not a permutation";
       return need(!in || in->size() == p.size(), "permutation rank differs from the shape's");
     }
-    case Op::CONTIGUOUS: return "";
+    case Op::CONTIGUOUS:
+    case Op::DETACH: return "";
     case Op::FLIP: {
       for (int64_t a : u.arg_as<Ints>())
         if (a < 0 || (in && static_cast<size_t>(a) >= in->size())) return "flip axis outside the shape";

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "ir/rewrite.h"
 #include "ir/text.h"
 #include "ir/verify.h"
 
@@ -695,7 +696,21 @@ void plan_memory(Schedule& s, std::vector<Interval> live) {
 
 }  // namespace
 
-Schedule make_schedule(std::span<const UOp> roots, const std::function<int64_t()>& new_id) {
+namespace {
+// DETACH only stops gradients (tensor/grad.h): the schedule reads through it.
+std::vector<UOp> without_detach(std::span<const UOp> roots) {
+  static const PatternMatcher strip("strip_detach", {Rule(UPat(Op::DETACH).src({UPat::var("x")}), [](const Match& m) { return m["x"]; })});
+  std::vector<UOp> out(roots.begin(), roots.end());
+  for (UOp& r : out) {
+    const auto& topo = r.toposort();
+    if (std::any_of(topo.begin(), topo.end(), [](const UOp& u) { return u.op() == Op::DETACH; })) r = graph_rewrite(r, strip);
+  }
+  return out;
+}
+}  // namespace
+
+Schedule make_schedule(std::span<const UOp> given_roots, const std::function<int64_t()>& new_id) {
+  const std::vector<UOp> roots = without_detach(given_roots);
   Marker m;
   std::unordered_set<NodeP> is_root;
   for (const UOp& r : roots) {

@@ -1,7 +1,7 @@
 // The scheduler (docs/tensor.md): a tensor graph -> an ordered list of kernel graphs, and a memory plan.
 //
 // A tensor graph is a UOp graph with shapes: BUFFER leaves (reshaped to their tensor's shape), CONST
-// and DEFINE_VAR scalars, movement ops (RESHAPE, EXPAND, PERMUTE, PAD, SHRINK, FLIP), CONTIGUOUS,
+// and DEFINE_VAR scalars, movement ops (RESHAPE, EXPAND, PERMUTE, PAD, SHRINK, FLIP), CONTIGUOUS, DETACH (read through),
 // elementwise ALU ops, CAST/BITCAST and REDUCE_AXIS. make_schedule() decides which nodes become
 // buffers (the roots asked for, CONTIGUOUS, and reductions whose value would otherwise be computed
 // again for every element they are broadcast to or inside another reduction), and writes one kernel

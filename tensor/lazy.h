@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct LazyNode {
   std::shared_ptr<BufferState> buffer;                // set when uop is this buffer's view
   std::string var;                                    // a variable's node: its name and bound value
   int64_t value = 0;
+  // A realized tensor's graph, kept while tensors require gradients, so that a backward after the
+  // realize (the loss printed first) still sees what it was computed from (tensor/grad.cpp).
+  std::shared_ptr<const LazyNode> graph;
   ~LazyNode();  // releases long chains iteratively (no deep recursion)
 };
 
@@ -44,7 +48,18 @@ int64_t checked_numel(const Shape& s, const std::string& op);
 
 struct Tensor::Handle {
   std::shared_ptr<const LazyNode> node;
+  bool requires_grad = false;
+  Tensor grad;
+  ~Handle();  // tensor/grad.cpp: counts the handles that require a gradient
 };
+
+// Autograd's hooks into the tensor layer (tensor/grad.cpp).
+// Whether some live tensor requires a gradient (cheap; realize keeps graphs only then).
+bool any_requires_grad();
+// Whether graph `u` reads a tensor that requires a gradient (the realize of an ASSIGN never keeps one).
+bool reads_requires_grad(const ir::UOp& u);
+// A new op's node under a NoGrad scope: behind a DETACH, so that no gradient flows through it.
+ir::UOp maybe_detached(ir::UOp u, std::span<const Tensor* const> srcs);
 
 // What a Jit records while it captures (tensor/jit.h): every kernel the realizes run, with where each
 // argument comes from, and the memory they use (kept alive with the capture).

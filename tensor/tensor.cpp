@@ -58,7 +58,7 @@ Tensor Tensor::from_uop(UOp u, const std::string& device, std::span<const Tensor
   if (!u.shape()) throw Error("a tensor graph node needs a shape: " + std::string(ir::op_name(u.op())));
   checked_numel(*u.shape(), std::string(ir::op_name(u.op())));
   auto n = std::make_shared<LazyNode>();
-  n->uop = std::move(u);
+  n->uop = maybe_detached(std::move(u), keep);
   n->device = device.empty() ? default_device() : device;
   for (const Tensor* t : keep) {
     if (!t->defined()) throw Error("an undefined Tensor (default-constructed) was used");
@@ -878,17 +878,17 @@ Tensor Tensor::cumsum(int64_t axis) const {
 }
 Tensor Tensor::softmax(int64_t axis) const {
   Tensor x = cast(require_float(*this));
-  Tensor e = (x - x.max({axis}, true)).exp();
+  Tensor e = (x - x.max({axis}, true).detach()).exp();  // the shift changes nothing: no gradient through it
   return e / e.sum({axis}, true);
 }
 Tensor Tensor::log_softmax(int64_t axis) const {
   Tensor x = cast(require_float(*this));
-  Tensor s = x - x.max({axis}, true);
+  Tensor s = x - x.max({axis}, true).detach();
   return s - s.exp().sum({axis}, true).log();
 }
 Tensor Tensor::logsumexp(int64_t axis, bool keepdim) const {
   Tensor x = cast(require_float(*this));
-  Tensor m = x.max({axis}, true);
+  Tensor m = x.max({axis}, true).detach();
   Tensor r = (x - m).exp().sum({axis}, true).log() + m;
   return keepdim ? r : r.squeeze(axis);
 }

@@ -239,6 +239,19 @@ class Tensor {
   // causal: query i sees keys up to i + (Tk - Tq). mask (optional) is added to the scores (or, when bool, selects them).
   Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask = {}, bool causal = false) const;
 
+  // ---- gradients (tensor/grad.h) ----
+  // A tensor that requires a gradient gets one from backward(): its handle (and every copy of it)
+  // holds the sum of the gradients of every backward that reached it, until set_grad({}).
+  Tensor& set_requires_grad(bool on = true);
+  bool requires_grad() const;
+  Tensor grad() const;  // undefined until a backward reaches this tensor
+  void set_grad(const Tensor& g);
+  // The same value, through which no gradient flows.
+  Tensor detach() const;
+  // Gradients of this tensor (a scalar, or any shape with `seed`, its gradient) added to those of
+  // every tensor in its graph that requires one.
+  void backward(const Tensor& seed = {}) const;
+
   // A tensor from a graph, on `device`; `keep` are the tensors whose buffers the graph reads.
   static Tensor from_uop(ir::UOp u, const std::string& device, std::span<const Tensor* const> keep);
 
@@ -248,6 +261,7 @@ class Tensor {
   const LazyNode& node() const;
   static Tensor wrap(std::shared_ptr<const LazyNode> n);  // a new handle on n
   friend struct Realizer;
+  friend struct Autograd;
 };
 
 // Arithmetic with tensors and C++ numbers.
