@@ -78,6 +78,30 @@ void check_tensor_op(const UOp& u) {
     throw Error(std::string(op_name(op)) + " does not belong in a tensor graph (kernel-level ops are made by the scheduler): " + to_inline(u, 120));
 }
 
+bool reads_buffer(const UOp& v, int64_t id) {
+  for (const UOp& u : v.toposort())
+    if (u.op() == Op::BUFFER && u.arg_as<Ints>()[0] == id) return true;
+  return false;
+}
+
+// Whether value `v` reads buffer `id` only through `view` (an ASSIGN's target, which has v's shape)
+// and elementwise ops: every lane then reads the element it stores, and nothing else of the buffer.
+bool reads_only_at_store(const UOp& v, const UOp& view, int64_t id) {
+  std::vector<const UOp*> todo{&v};
+  std::unordered_set<NodeP> seen;
+  while (!todo.empty()) {
+    const UOp& u = *todo.back();
+    todo.pop_back();
+    if (u == view || !seen.insert(u.get()).second) continue;
+    if (is_alu(u.op()) && u.shape()) {
+      for (const UOp& s : u.src()) todo.push_back(&s);
+    } else if (reads_buffer(u, id)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool expands(const UOp& e) {
   const Shape& in = shape_of(e.src(0));
   const Ints& to = e.arg_as<Ints>();
@@ -381,12 +405,13 @@ class Marker {
     if (op == Op::REDUCE_AXIS) return visit(n.src(0), false, true, k, root, depth + 1);
     if (op == Op::ASSIGN) {  // the root of its kernel: computes the value (and index), stores into the target
       if (!is_buffer_view(n.src(0))) throw Error("ASSIGN writes into a buffer, not into " + to_inline(n.src(0), 120));
-      // A value that reads the target itself (x.assign(x.flip(0)), a cache shifted by one) is computed
-      // into a buffer of its own first: stores would overwrite elements other lanes still read.
+      // A value that reads the target itself elsewhere than at the element it stores
+      // (x.assign(x.flip(0)), a cache shifted by one) is computed into a buffer of its own first:
+      // stores would overwrite elements other lanes still read. One that reads it only there, through
+      // elementwise ops (an optimizer's m.assign(m * b1 + g)), is updated in place.
       int64_t target = view_buffer_id(n.src(0));
-      bool self = false;
-      for (const UOp& u : n.src(1).toposort()) self = self || (u.op() == Op::BUFFER && u.arg_as<Ints>()[0] == target);
-      if (self && !index.count(n.src(1).get())) add(n.src(1));
+      bool in_place = n.src().size() == 2 && reads_only_at_store(n.src(1), n.src(0), target);
+      if (!in_place && reads_buffer(n.src(1), target) && !index.count(n.src(1).get())) add(n.src(1));
       for (size_t i = 1; i < n.src().size(); ++i) visit(n.src(i), false, false, k, root, depth + 1);
       return;
     }

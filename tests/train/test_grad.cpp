@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensor/grad.h"
+#include "tensor/nn.h"
 #include "tests/tensor/host.h"
 #include "tests/train/torch_ref.h"
 
@@ -20,11 +21,14 @@ namespace dt = tensor::dtypes;
 using tensor::Axes;
 using tensor::DType;
 using tensor::gradient;
+namespace nn = tensor::nn;
 
 struct In {
   Shape shape;
   double lo = -2, hi = 2;
-  bool index = false;  // an int32 index in [lo, hi), not differentiated
+  bool index = false;     // an int32 index in [lo, hi), not differentiated
+  bool constant = false;  // a float input not differentiated (a loss's target)
+  bool differentiated() const { return !index && !constant; }
 };
 struct Case {
   std::string name;
@@ -125,6 +129,29 @@ std::vector<Case> cases() {
        "sdpa(x[0], x[1], x[2], causal=True)"},
       {"rotary", {{{1, 3, 6}}}, [](V x) { return x[0].rotary_embedding(2); }, "rope(x[0], 2, 10000.0)", 2e-4, 1e-6},
       {"triu", {{{4, 4}}}, [](V x) { return x[0].triu(1).exp(); }, "torch.triu(x[0], 1).exp()"},
+      // The losses and layers of tensor/nn.h.
+      {"cross_entropy", {{{5, 4}}, {{5}, 0, 4, true}}, [](V x) { return nn::cross_entropy(x[0], x[1]); }, "F.cross_entropy(x[0], x[1])"},
+      {"cross_entropy_smoothing_ignore",
+       {{{6, 3, 2}}, {{6, 2}, 0, 3, true}},
+       [](V x) { return nn::cross_entropy(x[0], x[1], 0.2, 1); },
+       "F.cross_entropy(x[0], x[1], label_smoothing=0.2, ignore_index=1)"},
+      {"mse", {{{3, 4}}, {{3, 4}, -2, 2, false, true}}, [](V x) { return nn::mse_loss(x[0], x[1]); }, "F.mse_loss(x[0], x[1])"},
+      {"binary_cross_entropy",
+       {{{7}, 0.05, 0.95}, {{7}, 0, 1, false, true}},
+       [](V x) { return nn::binary_cross_entropy(x[0], x[1]); },
+       "F.binary_cross_entropy(x[0], x[1])"},
+      {"binary_cross_entropy_with_logits",
+       {{{7}}, {{7}, 0, 1, false, true}},
+       [](V x) { return nn::binary_cross_entropy_with_logits(x[0], x[1]); },
+       "F.binary_cross_entropy_with_logits(x[0], x[1])"},
+      {"batch_norm_train",
+       {{{3, 2, 2, 3}}, {{2}}, {{2}}},
+       [](V x) {
+         nn::BatchNorm2d bn(2, 1e-5, 0.1, x[0].dtype(), x[0].device());
+         bn.weight = x[1], bn.bias = x[2];
+         return bn(x[0]);
+       },
+       "F.batch_norm(x[0], None, None, x[1], x[2], training=True)"},
   };
 }
 
@@ -153,7 +180,7 @@ double loss_cpu(const Case& c, const std::vector<Host>& h, const Host& w) {
 std::vector<std::vector<double>> finite_differences(const Case& c, std::vector<Host> h, const Host& w) {
   std::vector<std::vector<double>> g(h.size());
   for (size_t i = 0; i < h.size(); ++i) {
-    if (c.in[i].index) continue;
+    if (!c.in[i].differentiated()) continue;
     for (size_t e = 0; e < h[i].v.size(); ++e) {
       double x0 = h[i].v[e], step = 1e-6 * std::max(1.0, std::abs(x0));
       h[i].v[e] = x0 + step;
@@ -178,14 +205,14 @@ double scaled_error(const std::vector<double>& got, const std::vector<double>& w
 std::vector<std::vector<double>> ugpu_grads(const Case& c, const std::vector<Host>& h, const Host& w, const std::string& dev, DType dtype) {
   std::vector<Tensor> x = make_inputs(c, h, dev, dtype), targets;
   for (size_t i = 0; i < x.size(); ++i)
-    if (!c.in[i].index) targets.push_back(x[i]);
+    if (c.in[i].differentiated()) targets.push_back(x[i]);
   Tensor y = c.f(x);
   Tensor loss = (y * upload(w, dev, y.dtype())).sum();
   std::vector<Tensor> g = gradient(loss, targets);
   Tensor::realize(g);
   std::vector<std::vector<double>> out(x.size());
   for (size_t i = 0, t = 0; i < x.size(); ++i)
-    if (!c.in[i].index) {
+    if (c.in[i].differentiated()) {
       REQUIRE(g[t].shape() == x[i].shape());
       CHECK(g[t].dtype() == dtype);
       out[i] = values(g[t++]);
@@ -219,7 +246,8 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
                         "},\"inputs\":[";
       for (size_t i = 0; i < c.in.size(); ++i)
         job += std::string(i ? "," : "") + "{\"file\":\"" + torch.write(c.name + ".x" + std::to_string(i) + ".bin", inputs.back()[i].v) +
-               "\",\"shape\":" + TorchRef::json_shape(c.in[i].shape) + ",\"index\":" + (c.in[i].index ? "true" : "false") + "}";
+               "\",\"shape\":" + TorchRef::json_shape(c.in[i].shape) + ",\"index\":" + (c.in[i].index ? "true" : "false") +
+               ",\"const\":" + (c.in[i].constant ? "true" : "false") + "}";
       torch.add(c.name + "." + d, job + "]}");
     }
   }
@@ -236,7 +264,7 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
         std::string job = c.name + "." + d;
         REQUIRE_MESSAGE(torch.error(job).empty(), job << ": " << torch.error(job));
         for (size_t i = 0; i < c.in.size(); ++i)
-          if (!c.in[i].index) theirs[d].push_back(torch.read(job + ".g" + std::to_string(i) + ".bin", inputs[k][i].v.size()));
+          if (c.in[i].differentiated()) theirs[d].push_back(torch.read(job + ".g" + std::to_string(i) + ".bin", inputs[k][i].v.size()));
           else theirs[d].push_back({});
       }
     for (const std::string& dev : grad_devices()) {
@@ -244,7 +272,7 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
       if (has_f64(dev)) {
         auto g = ugpu_grads(c, inputs[k], weights[k], dev, dt::float64);
         for (size_t i = 0; i < g.size(); ++i) {
-          if (c.in[i].index) continue;
+          if (!c.in[i].differentiated()) continue;
           CAPTURE(i);
           CHECK(scaled_error(g[i], fd[i]) < 1e-6);
           if (have_torch) CHECK(scaled_error(g[i], theirs["float64"][i]) < c.torch64_tol);
@@ -252,7 +280,7 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
       }
       auto g = ugpu_grads(c, inputs[k], weights[k], dev, dt::float32);
       for (size_t i = 0; i < g.size(); ++i) {
-        if (c.in[i].index) continue;
+        if (!c.in[i].differentiated()) continue;
         CAPTURE(i);
         CHECK(scaled_error(g[i], (have_torch ? theirs["float32"] : fd)[i]) < c.f32_tol);
       }

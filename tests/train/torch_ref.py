@@ -8,13 +8,14 @@ files beside it, then DIR/done.json with an error text per job that failed ("" w
 Arrays are raw little-endian float64 files, named in the manifest.
 
 Jobs:
-  {"kind": "grad", "name", "expr", "dtype", "inputs": [{"file", "shape", "index"}], "weight"}
-      y = eval(expr) over x[0], x[1], ... (index inputs are int64, the others require grad);
-      loss = (y * weight).sum(); writes name.g<i>.bin for every non-index input.
+  {"kind": "grad", "name", "expr", "dtype", "inputs": [{"file", "shape", "index", "const"}], "weight"}
+      y = eval(expr) over x[0], x[1], ... (index inputs are int64, const ones plain, the others
+      require grad); loss = (y * weight).sum(); writes name.g<i>.bin for every input that requires grad.
   {"kind": "optim", "name", "optimizer", "options", "schedule", "params": [{"file", "shape"}],
-   "grads": [[file per param] per step], "steps"}
-      the optimizer (torch.optim name) over the params, one step per grads entry, the schedule's
-      learning rate set before each step; writes name.p<i>.bin (the params after the steps).
+   "grads": [[file per param] per step]}
+      the optimizer (a torch.optim name, or LAMB) over the params, one step per grads entry, with
+      PyTorch's scheduler for the schedule (StepLR, CosineAnnealingLR, LinearLR); writes
+      name.p<i>.bin (the params after the steps).
 """
 import json
 import math
@@ -66,27 +67,30 @@ def grad_job(d, j):
     xs = []
     for spec in j["inputs"]:
         a = load(d, spec)
-        xs.append(a.long() if spec["index"] else a.to(dt).requires_grad_())
+        if spec["index"]:
+            xs.append(a.long())
+        else:
+            xs.append(a.to(dt) if spec.get("const") else a.to(dt).requires_grad_())
     y = eval(j["expr"], ENV, {"x": xs})
     w = load(d, j["weight"]).to(y.dtype)
     (y * w).sum().backward()
     for i, (spec, a) in enumerate(zip(j["inputs"], xs)):
-        if not spec["index"]:
+        if not spec["index"] and not spec.get("const"):
             save(d, "%s.g%d.bin" % (j["name"], i), a.grad if a.grad is not None else torch.zeros_like(a))
 
 
-def lr_at(sched, step):
-    """The learning rate before step `step` (0-based) for ugpu's schedules (tensor/optim.h)."""
-    lr, kind = sched["lr"], sched["kind"]
+def scheduler(opt, sched):
+    """PyTorch's own scheduler for ugpu's LR (tensor/optim.h), stepped after every optimizer step."""
+    kind = sched["kind"]
     if kind == "constant":
-        return lr
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
     if kind == "step":
-        return lr * sched["gamma"] ** (step // sched["step_size"])
+        return torch.optim.lr_scheduler.StepLR(opt, sched["step_size"], sched["gamma"])
     if kind == "cosine":
-        t = min(step, sched["total"])
-        return sched["min_lr"] + (lr - sched["min_lr"]) * (1 + math.cos(math.pi * t / sched["total"])) / 2
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, sched["total"], sched["min_lr"])
     if kind == "warmup":
-        return lr * min(1.0, (step + 1) / sched["warmup"])
+        w = sched["warmup"]
+        return torch.optim.lr_scheduler.LinearLR(opt, 1.0 / w, 1.0, max(1, w - 1))
     raise ValueError("unknown schedule " + kind)
 
 
@@ -103,23 +107,24 @@ def lamb_step(ps, gs, state, lr, b1, b2, eps, wd, t):
 
 
 def optim_job(d, j):
-    ps = [load(d, spec) for spec in j["params"]]
+    ps = [load(d, spec).requires_grad_() for spec in j["params"]]
     name, opts = j["optimizer"], dict(j["options"])
+    if name == "LAMB":
+        opt = torch.optim.SGD(ps, lr=j["schedule"]["lr"])  # drives the scheduler; LAMB's update is lamb_step
+    else:
+        opt = getattr(torch.optim, name)(ps, lr=j["schedule"]["lr"], **opts)
+    sched = scheduler(opt, j["schedule"])
     state = {}
-    with torch.no_grad():
+    for step, files in enumerate(j["grads"]):
+        gs = [load(d, {"file": f, "shape": list(p.shape)}) for f, p in zip(files, ps)]
         if name == "LAMB":
-            for step, files in enumerate(j["grads"]):
-                gs = [load(d, {"file": f, "shape": list(p.shape)}) for f, p in zip(files, ps)]
-                lamb_step(ps, gs, state, lr_at(j["schedule"], step), opts["b1"], opts["b2"], opts["eps"], opts["weight_decay"], step + 1)
+            with torch.no_grad():
+                lamb_step(ps, gs, state, opt.param_groups[0]["lr"], opts["b1"], opts["b2"], opts["eps"], opts["weight_decay"], step + 1)
         else:
-            ps = [p.requires_grad_() for p in ps]
-            opt = getattr(torch.optim, name)(ps, lr=j["schedule"]["lr"], **opts)
-            for step, files in enumerate(j["grads"]):
-                for g in opt.param_groups:
-                    g["lr"] = lr_at(j["schedule"], step)
-                for f, p in zip(files, ps):
-                    p.grad = load(d, {"file": f, "shape": list(p.shape)})
-                opt.step()
+            for g, p in zip(gs, ps):
+                p.grad = g
+            opt.step()
+        sched.step()
     for i, p in enumerate(ps):
         save(d, "%s.p%d.bin" % (j["name"], i), p)
 
