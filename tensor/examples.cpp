@@ -148,4 +148,37 @@ HostArray TransformerBlock::reference(const HostArray& x) const {
   return {x.shape, h};
 }
 
+// ---- training -------------------------------------------------------------------------------------
+
+Dataset spiral(int64_t per_class, uint64_t seed) {
+  Dataset d;
+  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (int c = 0; c < 2; ++c)
+    for (int64_t i = 0; i < per_class; ++i) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      double noise = static_cast<double>(s >> 11) / 9007199254740992.0 - 0.5;
+      double r = 0.1 + 0.9 * static_cast<double>(i) / static_cast<double>(per_class);
+      double th = 2.5 * M_PI * r + c * M_PI + 0.15 * noise;
+      d.x.push_back(static_cast<float>(r * std::cos(th)));
+      d.x.push_back(static_cast<float>(r * std::sin(th)));
+      d.y.push_back(c);
+    }
+  d.n = 2 * per_class;
+  return d;
+}
+
+SpiralMlp::SpiralMlp(uint64_t seed, const std::string& device)
+    : l1(2, 32, seed, true, dtypes::float32, device),
+      l2(32, 32, seed + 1, true, dtypes::float32, device),
+      l3(32, 2, seed + 2, true, dtypes::float32, device) {}
+
+double accuracy(const Tensor& logits, const std::vector<int32_t>& labels) {
+  std::vector<int32_t> p = logits.argmax(1).to_vector<int32_t>();
+  if (p.size() != labels.size())
+    throw Error("accuracy: " + std::to_string(p.size()) + " predictions for " + std::to_string(labels.size()) + " labels");
+  int64_t ok = 0;
+  for (size_t i = 0; i < p.size(); ++i) ok += p[i] == labels[i];
+  return p.empty() ? 0 : static_cast<double>(ok) / static_cast<double>(p.size());
+}
+
 }  // namespace ugpu::tensor::examples

@@ -1,11 +1,13 @@
 // Two small models written with the Tensor API — an MLP and a llama-style transformer block — with
 // weights from a seed, and the same computations in plain double-precision loops on the host. The
-// demo, the tests and bench-tensor run them (docs/tensor.md quotes their kernel counts).
+// demo, the tests and bench-tensor run them (docs/tensor.md quotes their kernel counts). And a small
+// training run (docs/training.md): an MLP learning a two-class spiral.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "tensor/nn.h"
 #include "tensor/tensor.h"
 
 namespace ugpu::tensor::examples {
@@ -35,5 +37,25 @@ struct TransformerBlock {
   Tensor forward(const Tensor& x) const;  // x: [batch, tokens, dim]
   HostArray reference(const HostArray& x) const;
 };
+
+// Two interleaved spiral arms (1.25 turns each) of `per_class` points: x [2 * per_class, 2] float32,
+// labels y [2 * per_class] int32 (0 and 1), generated from a seed.
+struct Dataset {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  int64_t n = 0;
+};
+Dataset spiral(int64_t per_class, uint64_t seed);
+
+// 2 -> 32 -> 32 -> 2 with ReLU, nn::Linear layers (weights from a seed).
+struct SpiralMlp {
+  nn::Linear l1, l2, l3;
+  SpiralMlp(uint64_t seed, const std::string& device = "");
+  Tensor operator()(const Tensor& x) const { return l3(l2(l1(x).relu()).relu()); }
+  nn::Params params() const { return nn::parameters({{"l1", &l1}, {"l2", &l2}, {"l3", &l3}}); }
+};
+
+// The fraction of rows whose largest logit is at their label.
+double accuracy(const Tensor& logits, const std::vector<int32_t>& labels);
 
 }  // namespace ugpu::tensor::examples

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "llm/checkpoint.h"
+#include "tensor/examples.h"
 #include "tensor/grad.h"
 #include "tensor/jit.h"
 #include "tensor/nn.h"
@@ -27,37 +28,21 @@ namespace {
 namespace dt = tensor::dtypes;
 namespace nn = tensor::nn;
 namespace optim = tensor::optim;
+namespace examples = tensor::examples;
 using optim::LR;
 
 // ---- data ----------------------------------------------------------------------------------------
 
-struct Data {
-  std::vector<float> x;
-  std::vector<int32_t> y;
-  int64_t n = 0;
-};
+using Data = examples::Dataset;
+using Mlp = examples::SpiralMlp;
+using examples::accuracy;
+using examples::spiral;
 
 uint64_t lcg(uint64_t& s) {
   s = s * 6364136223846793005ull + 1442695040888963407ull;
   return s >> 11;
 }
 double uniform01(uint64_t& s) { return static_cast<double>(lcg(s)) / 9007199254740992.0; }
-
-// Two interleaved spiral arms (1.25 turns each), points [x, y], labels 0/1.
-Data spiral(int64_t per_class, uint64_t seed) {
-  Data d;
-  uint64_t s = seed;
-  for (int c = 0; c < 2; ++c)
-    for (int64_t i = 0; i < per_class; ++i) {
-      double r = 0.1 + 0.9 * static_cast<double>(i) / static_cast<double>(per_class);
-      double th = 2.5 * M_PI * r + c * M_PI + 0.15 * (uniform01(s) - 0.5);
-      d.x.push_back(static_cast<float>(r * std::cos(th)));
-      d.x.push_back(static_cast<float>(r * std::sin(th)));
-      d.y.push_back(c);
-    }
-  d.n = 2 * per_class;
-  return d;
-}
 
 // 8x8 images of the digits 0-9 (a 5x7 font), shifted by up to one pixel, with noise.
 Data digits(int64_t count, uint64_t seed) {
@@ -87,14 +72,6 @@ Data digits(int64_t count, uint64_t seed) {
 
 // ---- models ----------------------------------------------------------------------------------------
 
-struct Mlp {
-  nn::Linear l1, l2, l3;
-  Mlp(uint64_t seed, const std::string& dev)
-      : l1(2, 32, seed, true, dt::float32, dev), l2(32, 32, seed + 1, true, dt::float32, dev), l3(32, 2, seed + 2, true, dt::float32, dev) {}
-  Tensor operator()(const Tensor& x) const { return l3(l2(l1(x).relu()).relu()); }
-  nn::Params params() const { return nn::parameters({{"l1", &l1}, {"l2", &l2}, {"l3", &l3}}); }
-};
-
 struct Cnn {
   nn::Conv2d c1, c2;
   nn::BatchNorm2d bn;
@@ -111,13 +88,6 @@ struct Cnn {
   }
   nn::Params params() const { return nn::parameters({{"c1", &c1}, {"bn", &bn}, {"c2", &c2}, {"fc", &fc}}); }
 };
-
-double accuracy(const Tensor& logits, const std::vector<int32_t>& y) {
-  std::vector<int32_t> p = logits.argmax(1).to_vector<int32_t>();
-  int64_t ok = 0;
-  for (size_t i = 0; i < y.size(); ++i) ok += p[i] == y[i];
-  return static_cast<double>(ok) / static_cast<double>(y.size());
-}
 
 // Full-batch Adam on the spiral: the losses of `steps` steps.
 std::vector<float> train_mlp(Mlp& m, const Data& d, const std::string& dev, int steps, tensor::RealizeStats* last = nullptr) {
