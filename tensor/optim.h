@@ -116,6 +116,11 @@ class Adam : public Optimizer {
   bool decoupled_;
 };
 inline AdamOptions adamw_defaults() { return {0.9, 0.999, 1e-8, 0.01}; }
+class AdamW : public Adam {
+ public:
+  AdamW(const nn::Params& params, LR lr, AdamOptions o = adamw_defaults()) : Adam(params, lr, o, true) {}
+  AdamW(std::span<const Tensor> params, LR lr, AdamOptions o = adamw_defaults()) : Adam(params, lr, o, true) {}
+};
 
 // LAMB: Adam's step (bias-corrected) plus weight_decay * p, scaled per parameter by the trust ratio
 // ||p|| / ||step|| (1 where either is 0). Default eps 1e-6.

@@ -172,7 +172,7 @@ TEST_CASE("training: a checkpoint resumes bit-identically; a bad file changes no
   for (const std::string& dev : train_devices()) {
     CAPTURE(dev);
     Tensor x = Tensor::from(d.x, {d.n, 2}, dev), y = Tensor::from(d.y, {d.n}, dev);
-    auto make = [&](Mlp& m) { return std::make_unique<optim::Adam>(m.params(), LR::cosine(0.01, 20), optim::adamw_defaults(), true); };
+    auto make = [&](Mlp& m) { return std::make_unique<optim::AdamW>(m.params(), LR::cosine(0.01, 20)); };
     auto everything = [](const Mlp& m, const optim::Optimizer& o) {
       nn::Params all = m.params();
       for (auto& [n, t] : o.state()) all.push_back({"optimizer." + n, t});
