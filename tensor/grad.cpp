@@ -219,6 +219,15 @@ struct Autograd {
     const LazyNode& n = t.node();
     return n.graph ? Tensor::wrap(n.graph) : t;
   }
+  // g as a gradient: a node of its own whose graph a realize does not keep.
+  static Tensor as_gradient(const Tensor& g) {
+    auto n = std::make_shared<LazyNode>();
+    n->uop = g.uop();
+    n->device = g.device();
+    n->srcs.push_back(g.h_->node);
+    n->is_gradient = true;
+    return Tensor::wrap(std::move(n));
+  }
   static Tensor::Handle& handle(const Tensor& t) {
     t.node();  // throws for an undefined tensor
     return *t.h_;
@@ -325,7 +334,7 @@ std::vector<Tensor> gradient(const Tensor& root, std::span<const Tensor> targets
     Tensor g;
     for (NodeP n : candidates[i])
       if (auto it = grads.find(n); it != grads.end()) g = g.defined() ? g + it->second : it->second;
-    out.push_back(g.defined() ? g : Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
+    out.push_back(Autograd::as_gradient(g.defined() ? g : Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device())));
   }
   return out;
 }
@@ -341,7 +350,7 @@ void Tensor::set_grad(const Tensor& g) {
   if (g.defined() && (g.shape() != shape() || g.dtype() != dtype() || g.device() != device()))
     throw Error("set_grad: a gradient of " + g.dtype().name() + " " + shape_text(g.shape()) + " on " + g.device() + " for a tensor of " +
                 dtype().name() + " " + shape_text(shape()) + " on " + device());
-  Autograd::handle(*this).grad = g;
+  Autograd::handle(*this).grad = g.defined() ? Autograd::as_gradient(g) : g;
 }
 
 Tensor Tensor::detach() const {
@@ -370,7 +379,7 @@ void Tensor::backward(const Tensor& seed) const {
     for (const auto& h : live.at(n)) {
       auto it = per_handle.find(h.get());
       if (it == per_handle.end()) continue;
-      h->grad = h->grad.defined() ? h->grad + it->second : it->second;
+      h->grad = Autograd::as_gradient(h->grad.defined() ? h->grad + it->second : it->second);
       per_handle.erase(it);
     }
 }

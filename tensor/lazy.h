@@ -35,8 +35,10 @@ struct LazyNode {
   std::string var;                                    // a variable's node: its name and bound value
   int64_t value = 0;
   // A realized tensor's graph, kept while tensors require gradients, so that a backward after the
-  // realize (the loss printed first) still sees what it was computed from (tensor/grad.cpp).
+  // realize (the loss printed first) still sees what it was computed from (tensor/grad.cpp). Never
+  // kept for a gradient (is_gradient) or an assign: their graphs would hold every earlier step's.
   std::shared_ptr<const LazyNode> graph;
+  bool is_gradient = false;
   ~LazyNode();  // releases long chains iteratively (no deep recursion)
 };
 

@@ -378,7 +378,8 @@ struct Realizer {
       auto out = outputs.find(id);
       n->buffer = out != outputs.end() ? out->second : find_buffer(id);  // a root that was a buffer's view already
       if (!n->buffer) throw Error("internal: the buffer of a realized tensor is gone");
-      if (any_requires_grad() && roots[i].op() != ir::Op::ASSIGN && reads_requires_grad(roots[i])) n->graph = ts[i]->h_->node;
+      const LazyNode& was = *ts[i]->h_->node;
+      if (any_requires_grad() && !was.is_gradient && roots[i].op() != ir::Op::ASSIGN && reads_requires_grad(roots[i])) n->graph = ts[i]->h_->node;
       ts[i]->h_->node = std::move(n);
     }
   }
