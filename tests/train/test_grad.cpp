@@ -346,6 +346,10 @@ TEST_CASE("autograd: backward accumulates, detach and NoGrad stop gradients, rea
   auto g = gradient(w * 2.0, {w, other}, Tensor::full({3}, 3, dt::float32, dev));
   CHECK(g[0].to_vector<float>() == std::vector<float>{6, 6, 6});
   CHECK(g[1].to_vector<float>() == std::vector<float>{0, 0});
+  // A gradient of a gradient: d2/dx2 of sum(x^3) is 6x.
+  Tensor x3 = Tensor::from(std::vector<float>{1, -2}, {2}, dev);
+  Tensor dx = gradient((x3 * x3 * x3).sum(), {x3})[0];
+  CHECK(gradient(dx.sum(), {x3})[0].to_vector<float>() == std::vector<float>{6, -12});
   // Half precision: gradients in the parameter's dtype.
   Tensor h = Tensor::from(std::vector<float>{1, 2}, {2}, dev).cast(dt::half);
   Tensor gh = gradient((h * h).sum(), {h})[0];
