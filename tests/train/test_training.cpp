@@ -89,18 +89,22 @@ struct Cnn {
   nn::Params params() const { return nn::parameters({{"c1", &c1}, {"bn", &bn}, {"c2", &c2}, {"fc", &fc}}); }
 };
 
-// Full-batch Adam on the spiral: the losses of `steps` steps.
-std::vector<float> train_mlp(Mlp& m, const Data& d, const std::string& dev, int steps, tensor::RealizeStats* last = nullptr) {
+// Full-batch Adam on the spiral, each step replayed by a Jit from the third on: the losses of
+// `steps` steps, and what the realize of an eager step did.
+std::vector<float> train_mlp(Mlp& m, const Data& d, const std::string& dev, int steps, tensor::RealizeStats* eager = nullptr) {
   Tensor x = Tensor::from(d.x, {d.n, 2}, dev), y = Tensor::from(d.y, {d.n}, dev);
   optim::Adam opt(m.params(), LR::constant(0.02));
-  std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) {
-    Tensor loss = nn::cross_entropy(m(x), y);
+  tensor::Jit step([&](const std::vector<Tensor>& in, const tensor::Jit::Vars&) {
+    Tensor loss = nn::cross_entropy(m(in[0]), in[1]);
     opt.zero_grad();
     loss.backward();
     opt.step({loss});
-    if (last) *last = tensor::last_realize();
-    losses.push_back(loss.to_vector<float>()[0]);
+    return std::vector<Tensor>{loss};
+  });
+  std::vector<float> losses;
+  for (int s = 0; s < steps; ++s) {
+    losses.push_back(step({x, y})[0].to_vector<float>()[0]);
+    if (s == 0 && eager) *eager = tensor::last_realize();
   }
   return losses;
 }
@@ -125,7 +129,7 @@ TEST_CASE("training: an MLP learns a two-class spiral; the same seed gives the s
     CAPTURE(dev);
     Mlp m(7, dev);
     tensor::RealizeStats last;
-    std::vector<float> losses = train_mlp(m, train, dev, 300, &last);
+    std::vector<float> losses = train_mlp(m, train, dev, 80, &last);
     MESSAGE(dev << ": spiral loss " << losses.front() << " -> " << losses.back());
     CHECK(losses.back() < 0.1 * losses.front());
     double acc = accuracy(m(Tensor::from(test.x, {test.n, 2}, dev)), test.y);
@@ -139,28 +143,33 @@ TEST_CASE("training: an MLP learns a two-class spiral; the same seed gives the s
     CHECK(last.output_bytes <= params + 64);
     // The same seed, again: the same losses, bit for bit.
     Mlp again(7, dev);
-    CHECK(same_bits(train_mlp(again, train, dev, 20), std::vector<float>(losses.begin(), losses.begin() + 20)));
+    CHECK(same_bits(train_mlp(again, train, dev, 10), std::vector<float>(losses.begin(), losses.begin() + 10)));
   }
 }
 
 TEST_CASE("training: a small CNN with BatchNorm learns 8x8 digits") {
   const Data train = digits(512, 3), test = digits(256, 4);
   const std::string dev = "cpu";
+  constexpr int kSteps = 80;
   Cnn m(11, dev);
-  optim::SGD opt(m.params(), LR::cosine(0.05, 120, 0.005), {0.9, 0, 1e-4, true});
-  const int64_t batch = 64;
-  std::vector<float> losses;
-  for (int s = 0; s < 120; ++s) {
-    int64_t at = (s * batch) % train.n;
-    Tensor x = Tensor::from(std::vector<float>(train.x.begin() + at * 64, train.x.begin() + (at + batch) * 64), {batch, 1, 8, 8}, dev);
-    Tensor y = Tensor::from(std::vector<int32_t>(train.y.begin() + at, train.y.begin() + at + batch), {batch}, dev);
-    Tensor loss = nn::cross_entropy(m(x), y);
+  optim::SGD opt(m.params(), LR::cosine(0.05, kSteps, 0.005), {0.9, 0, 1e-4, true});
+  // Each step a Jit replay from the third on; BatchNorm's running statistics are updated in it.
+  tensor::Jit step([&](const std::vector<Tensor>& in, const tensor::Jit::Vars&) {
+    Tensor loss = nn::cross_entropy(m(in[0]), in[1]);
     opt.zero_grad();
     loss.backward();
     opt.step({loss, m.bn.running_mean, m.bn.running_var, m.bn.num_batches_tracked});
-    losses.push_back(loss.to_vector<float>()[0]);
+    return std::vector<Tensor>{loss};
+  });
+  const int64_t batch = 64;
+  std::vector<float> losses;
+  for (int s = 0; s < kSteps; ++s) {
+    int64_t at = (s * batch) % train.n;
+    Tensor x = Tensor::from(std::vector<float>(train.x.begin() + at * 64, train.x.begin() + (at + batch) * 64), {batch, 1, 8, 8}, dev);
+    Tensor y = Tensor::from(std::vector<int32_t>(train.y.begin() + at, train.y.begin() + at + batch), {batch}, dev);
+    losses.push_back(step({x, y})[0].to_vector<float>()[0]);
   }
-  CHECK(m.bn.num_batches_tracked.item() == 120);
+  CHECK(m.bn.num_batches_tracked.item() == kSteps);
   m.bn.training = false;
   double acc = accuracy(m(Tensor::from(test.x, {test.n, 1, 8, 8}, dev)), test.y);
   MESSAGE("digits: loss " << losses.front() << " -> " << losses.back() << ", test accuracy (BatchNorm in eval) " << acc);
@@ -191,19 +200,19 @@ TEST_CASE("training: a checkpoint resumes bit-identically; a bad file changes no
     };
     Mlp m(3, dev);
     auto opt = make(m);
-    steps(m, *opt, 5);
+    steps(m, *opt, 3);
     const std::string path = (std::filesystem::temp_directory_path() / ("ugpu-ckpt-" + std::to_string(getpid()) + ".safetensors")).string();
     nn::Params all = everything(m, *opt);
     llm::save_safetensors(path, all, {{"format", "ugpu"}});
-    std::vector<float> first = steps(m, *opt, 5);
+    std::vector<float> first = steps(m, *opt, 3);
     llm::load_safetensors(path, all);
-    CHECK(opt->steps() == 5);
-    CHECK(same_bits(steps(m, *opt, 5), first));
+    CHECK(opt->steps() == 3);
+    CHECK(same_bits(steps(m, *opt, 3), first));
     // A new model and optimizer (other seeds) loaded from the file continue the same way.
     Mlp fresh(99, dev);
     auto opt2 = make(fresh);
     llm::load_safetensors(path, everything(fresh, *opt2));
-    CHECK(same_bits(steps(fresh, *opt2, 5), first));
+    CHECK(same_bits(steps(fresh, *opt2, 3), first));
 
     // Bad files: an Error naming the problem, and nothing written.
     std::vector<float> before = m.l1.weight.to_vector<float>();
