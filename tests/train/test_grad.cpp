@@ -13,6 +13,7 @@
 #include "tensor/grad.h"
 #include "tensor/nn.h"
 #include "tests/tensor/host.h"
+#include "tests/train/common.h"
 #include "tests/train/torch_ref.h"
 
 namespace ugpu::test {
@@ -200,15 +201,8 @@ std::vector<Probes> finite_differences(const Case& c, std::vector<Host> h, const
   return g;
 }
 
-// max |got - want| / max(|want|, 1): one number per gradient, scaled as the gradient is.
-double scaled_error(const std::vector<double>& got, const std::vector<double>& want) {
-  double worst = 0, scale = 1;
-  for (double w : want) scale = std::max(scale, std::abs(w));
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::isnan(got[i]) ? INFINITY : std::abs(got[i] - want[i]) / scale);
-  return worst;
-}
-// The same at the probed elements.
-double scaled_error(const std::vector<double>& got, const Probes& want) {
+// scaled_error (tests/train/common.h) at the probed elements.
+double probe_error(const std::vector<double>& got, const Probes& want) {
   std::vector<double> g, w;
   for (const auto& [e, v] : want) g.push_back(got.at(e)), w.push_back(v);
   return scaled_error(g, w);
@@ -230,12 +224,6 @@ std::vector<std::vector<double>> ugpu_grads(const Case& c, const std::vector<Hos
       out[i] = values(g[t++]);
     }
   return out;
-}
-
-std::vector<std::string> grad_devices() {
-  std::vector<std::string> d = test_devices();
-  std::erase_if(d, [](const std::string& n) { return n == "emu:amd:pci" || n == "emu:amd:usb"; });  // the same GPU as emu:amd
-  return d;
 }
 
 }  // namespace
@@ -279,14 +267,14 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
           if (c.in[i].differentiated()) theirs[d].push_back(torch.read(job + ".g" + std::to_string(i) + ".bin", inputs[k][i].v.size()));
           else theirs[d].push_back({});
       }
-    for (const std::string& dev : grad_devices()) {
+    for (const std::string& dev : train_test_devices()) {
       CAPTURE(dev);
       if (has_f64(dev)) {
         auto g = ugpu_grads(c, inputs[k], weights[k], dev, dt::float64);
         for (size_t i = 0; i < g.size(); ++i) {
           if (!c.in[i].differentiated()) continue;
           CAPTURE(i);
-          CHECK(scaled_error(g[i], fd[i]) < 1e-6);
+          CHECK(probe_error(g[i], fd[i]) < 1e-6);
           if (have_torch) CHECK(scaled_error(g[i], theirs["float64"][i]) < c.torch64_tol);
         }
       }
@@ -297,14 +285,14 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
       for (size_t i = 0; i < g.size(); ++i) {
         if (!c.in[i].differentiated()) continue;
         CAPTURE(i);
-        CHECK((have_torch ? scaled_error(g[i], theirs["float32"][i]) : scaled_error(g[i], fd[i])) < c.f32_tol);
+        CHECK((have_torch ? scaled_error(g[i], theirs["float32"][i]) : probe_error(g[i], fd[i])) < c.f32_tol);
       }
     }
   }
 }
 
 TEST_CASE("gradients: ties, zeros in products and the other documented choices") {
-  for (const std::string& dev : grad_devices()) {
+  for (const std::string& dev : train_test_devices()) {
     CAPTURE(dev);
     auto grad_of = [&](const std::vector<float>& v, const std::function<Tensor(const Tensor&)>& f) {
       Tensor x = Tensor::from(v, {static_cast<int64_t>(v.size())}, dev);
@@ -375,21 +363,15 @@ TEST_CASE("autograd: backward accumulates, detach and NoGrad stop gradients, rea
 TEST_CASE("autograd: clear errors") {
   const std::string dev = "cpu";
   Tensor w = Tensor::from(std::vector<float>{1, 2}, {2}, dev);
-  auto msg = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) { return std::string(e.what()); }
-    return std::string("no error");
-  };
-  CHECK(msg([&] { gradient(w * 2.0, {w}); }).find("needs a scalar") != std::string::npos);
-  CHECK(msg([&] { gradient(w * 2.0, {w}, Tensor::ones({3}, dt::float32, dev)); }).find("seed has shape [3]") != std::string::npos);
-  CHECK(msg([&] { gradient(w.sum(), {w.cast(dt::int32)}); }).find("only float tensors") != std::string::npos);
-  CHECK(msg([&] { Tensor::arange(3, dt::int32, dev).set_requires_grad(); }).find("only float tensors") != std::string::npos);
-  CHECK(msg([&] { (w * 2.0).sum().backward(); }).find("nothing in this tensor's graph requires a gradient") != std::string::npos);
+  CHECK(error_of([&] { gradient(w * 2.0, {w}); }).find("needs a scalar") != std::string::npos);
+  CHECK(error_of([&] { gradient(w * 2.0, {w}, Tensor::ones({3}, dt::float32, dev)); }).find("seed has shape [3]") != std::string::npos);
+  CHECK(error_of([&] { gradient(w.sum(), {w.cast(dt::int32)}); }).find("only float tensors") != std::string::npos);
+  CHECK(error_of([&] { Tensor::arange(3, dt::int32, dev).set_requires_grad(); }).find("only float tensors") != std::string::npos);
+  CHECK(error_of([&] { (w * 2.0).sum().backward(); }).find("nothing in this tensor's graph requires a gradient") != std::string::npos);
   Tensor buf = Tensor::zeros({2}, dt::float32, dev).contiguous().realize();
   Tensor v = w * 2.0;
   buf.assign_at(0, Tensor::from(std::vector<int32_t>{1, 0}, {2}, dev), v);
-  CHECK(msg([&] { gradient(buf.sum(), {w}); }).find("ASSIGN has no derivative rule (an indexed assign_at)") != std::string::npos);
+  CHECK(error_of([&] { gradient(buf.sum(), {w}); }).find("ASSIGN has no derivative rule (an indexed assign_at)") != std::string::npos);
 }
 
 }  // namespace ugpu::test

@@ -10,24 +10,12 @@
 
 #include "tensor/nn.h"
 #include "tests/tensor/host.h"
+#include "tests/train/common.h"
 
 namespace ugpu::test {
 namespace {
 namespace dt = tensor::dtypes;
 namespace nn = tensor::nn;
-
-std::vector<std::string> nn_devices() {
-  std::vector<std::string> d = test_devices();
-  std::erase_if(d, [](const std::string& n) { return n == "emu:amd:pci" || n == "emu:amd:usb"; });
-  return d;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) { return e.what(); }
-  return "no error";
-}
 
 struct Moments {
   double mean = 0, var = 0, max_abs = 0;
@@ -62,14 +50,14 @@ TEST_CASE("nn: initializers follow PyTorch's formulas and give the same values o
   CHECK(c.weight.shape() == tensor::Shape{6, 2, 3, 3});
   CHECK(moments(c.weight.to_vector<float>()).max_abs <= 1 / std::sqrt(18.0));
   std::vector<float> ref = nn::Linear(5, 3, 9, true, dt::float32, "cpu").weight.to_vector<float>();
-  for (const std::string& dev : nn_devices()) {
+  for (const std::string& dev : train_test_devices()) {
     CAPTURE(dev);
     CHECK(nn::Linear(5, 3, 9, true, dt::float32, dev).weight.to_vector<float>() == ref);
   }
 }
 
 TEST_CASE("nn: BatchNorm2d keeps running statistics in training and uses them in eval") {
-  for (const std::string& dev : nn_devices()) {
+  for (const std::string& dev : train_test_devices()) {
     CAPTURE(dev);
     nn::BatchNorm2d bn(2, 1e-5, 0.1, dt::float32, dev);
     Host h1 = random_host({3, 2, 2, 2}, 1), h2 = random_host({3, 2, 2, 2}, 2);
@@ -113,7 +101,7 @@ TEST_CASE("nn: Dropout's mask is the same on every device, new per call, scaled,
     kept += x != 0;
   }
   CHECK(static_cast<double>(kept) / 4000 == doctest::Approx(0.75).epsilon(0.03));
-  for (const std::string& dev : nn_devices()) {
+  for (const std::string& dev : train_test_devices()) {
     CAPTURE(dev);
     nn::Dropout d(0.25, 42);
     CHECK(d(Tensor::ones({4000}, dt::float32, dev)).to_vector<float>() == a);

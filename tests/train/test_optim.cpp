@@ -12,6 +12,7 @@
 #include "tensor/grad.h"
 #include "tensor/optim.h"
 #include "tests/tensor/host.h"
+#include "tests/train/common.h"
 #include "tests/train/torch_ref.h"
 
 namespace ugpu::test {
@@ -52,19 +53,6 @@ std::vector<OptCase> opt_cases() {
 constexpr int kSteps = 10;
 const Shape kShapes[] = {{3, 4}, {5}};
 
-double scaled_error(const std::vector<double>& got, const std::vector<double>& want) {
-  double worst = 0, scale = 1;
-  for (double w : want) scale = std::max(scale, std::abs(w));
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::isnan(got[i]) ? INFINITY : std::abs(got[i] - want[i]) / scale);
-  return worst;
-}
-
-std::vector<std::string> optim_devices() {
-  std::vector<std::string> d = test_devices();
-  std::erase_if(d, [](const std::string& n) { return n == "emu:amd:pci" || n == "emu:amd:usb"; });
-  return d;
-}
-
 }  // namespace
 
 TEST_CASE("optimizers: ten steps against torch.optim, every schedule, on every device") {
@@ -97,7 +85,7 @@ TEST_CASE("optimizers: ten steps against torch.optim, every schedule, on every d
   for (const OptCase& c : cases) {
     CAPTURE(c.name);
     REQUIRE_MESSAGE(torch.error(c.name).empty(), torch.error(c.name));
-    for (const std::string& dev : optim_devices()) {
+    for (const std::string& dev : train_test_devices()) {
       CAPTURE(dev);
       std::vector<Tensor> params;
       for (const Host& h : init) params.push_back(upload(h, dev).set_requires_grad());
@@ -127,7 +115,7 @@ TEST_CASE("schedules: the device's learning rate is the host's formula") {
 }
 
 TEST_CASE("clip_grad_norm: the global norm, scaled down only above max_norm") {
-  for (const std::string& dev : optim_devices()) {
+  for (const std::string& dev : train_test_devices()) {
     CAPTURE(dev);
     Tensor a = Tensor::zeros({2}, dt::float32, dev).set_requires_grad(), b = Tensor::zeros({2}, dt::float32, dev).set_requires_grad();
     Tensor unused = Tensor::zeros({3}, dt::float32, dev).set_requires_grad();
@@ -160,18 +148,12 @@ TEST_CASE("optimizers: parameters without a gradient stay; one step is a few ker
   CHECK(tensor::last_realize().kernels <= 2 * 3 + 1 + 1 + 2);  // moments and parameters, step count, scalars, gradients
   CHECK(opt.state().size() == 1 + 2 * 2);
   CHECK(opt.state()[1].first == "exp_avg.0");
-  auto msg = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) { return std::string(e.what()); }
-    return std::string("no error");
-  };
   Tensor plain = Tensor::ones({2}, dt::float32, "cpu");
   std::vector<Tensor> bad{plain};
-  CHECK(msg([&] { optim::SGD s(bad, LR::constant(1)); }).find("does not require a gradient") != std::string::npos);
-  CHECK(msg([&] { optim::SGD s(ps, LR::constant(1), {0, 0, 0, true}); }).find("Nesterov") != std::string::npos);
-  CHECK(msg([&] { optim::Adam s(ps, LR::constant(1), {1.5, 0.9, 1e-8, 0}); }).find("betas") != std::string::npos);
-  CHECK(msg([&] { optim::SGD s(ps, LR::cosine(1, 0)); }).find("total") != std::string::npos);
+  CHECK(error_of([&] { optim::SGD s(bad, LR::constant(1)); }).find("does not require a gradient") != std::string::npos);
+  CHECK(error_of([&] { optim::SGD s(ps, LR::constant(1), {0, 0, 0, true}); }).find("Nesterov") != std::string::npos);
+  CHECK(error_of([&] { optim::Adam s(ps, LR::constant(1), {1.5, 0.9, 1e-8, 0}); }).find("betas") != std::string::npos);
+  CHECK(error_of([&] { optim::SGD s(ps, LR::cosine(1, 0)); }).find("total") != std::string::npos);
 }
 
 }  // namespace ugpu::test

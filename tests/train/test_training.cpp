@@ -22,6 +22,7 @@
 #include "tensor/nn.h"
 #include "tensor/optim.h"
 #include "tests/tensor/host.h"
+#include "tests/train/common.h"
 
 namespace ugpu::test {
 namespace {
@@ -110,8 +111,7 @@ std::vector<float> train_mlp(Mlp& m, const Data& d, const std::string& dev, int 
 }
 
 std::vector<std::string> train_devices() {
-  std::vector<std::string> d = test_devices();
-  std::erase_if(d, [](const std::string& n) { return n == "emu:amd:pci" || n == "emu:amd:usb"; });
+  std::vector<std::string> d = train_test_devices();
   if (std::erase(d, std::string("emu:qcom")))
     MESSAGE("emu:qcom: the training runs are not repeated there (its executor is too slow for hundreds of steps)");
   return d;
@@ -216,12 +216,6 @@ TEST_CASE("training: a checkpoint resumes bit-identically; a bad file changes no
 
     // Bad files: an Error naming the problem, and nothing written.
     std::vector<float> before = m.l1.weight.to_vector<float>();
-    auto msg = [](const std::function<void()>& f) {
-      try {
-        f();
-      } catch (const Error& e) { return std::string(e.what()); }
-      return std::string("no error");
-    };
     const std::string bad = path + ".bad";
     {
       std::ifstream in(path, std::ios::binary);
@@ -229,21 +223,21 @@ TEST_CASE("training: a checkpoint resumes bit-identically; a bad file changes no
       std::ofstream out(bad, std::ios::binary);
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
     }
-    CHECK(msg([&] { llm::load_safetensors(bad, all); }).find(bad) == 0);
+    CHECK(error_of([&] { llm::load_safetensors(bad, all); }).find(bad) == 0);
     nn::Params wrong_shape = all;
     wrong_shape[0].second = Tensor::zeros({3, 3}, dt::float32, dev);
     llm::save_safetensors(bad, wrong_shape);
-    CHECK(msg([&] { llm::load_safetensors(bad, all); }).find("tensor 'l1.weight' has shape [3,3]") != std::string::npos);
+    CHECK(error_of([&] { llm::load_safetensors(bad, all); }).find("tensor 'l1.weight' has shape [3,3]") != std::string::npos);
     nn::Params more = all;
     more.push_back({"extra", Tensor::zeros({1}, dt::float32, dev)});
-    CHECK(msg([&] { llm::load_safetensors(path, more); }).find("has no tensor 'extra'") != std::string::npos);
+    CHECK(error_of([&] { llm::load_safetensors(path, more); }).find("has no tensor 'extra'") != std::string::npos);
     llm::save_safetensors(bad, more);
-    CHECK(msg([&] { llm::load_safetensors(bad, all); }).find("holds tensor 'extra', which nothing loads") != std::string::npos);
+    CHECK(error_of([&] { llm::load_safetensors(bad, all); }).find("holds tensor 'extra', which nothing loads") != std::string::npos);
     CHECK(m.l1.weight.to_vector<float>() == before);
     m.l1.weight.assign(Tensor::zeros({32, 2}, dt::float32, dev)).realize();
     llm::load_safetensors(bad, all, false);  // not strict: what is asked for loads, the rest is ignored
     CHECK(m.l1.weight.to_vector<float>() == before);
-    CHECK(msg([&] { llm::save_safetensors(bad, {{"a", x}, {"a", x}}); }).find("given twice") != std::string::npos);
+    CHECK(error_of([&] { llm::save_safetensors(bad, {{"a", x}, {"a", x}}); }).find("given twice") != std::string::npos);
     std::filesystem::remove(path);
     std::filesystem::remove(bad);
   }
