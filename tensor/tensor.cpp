@@ -876,19 +876,29 @@ Tensor Tensor::cumsum(int64_t axis) const {
   Tensor r = upto.where(x.unsqueeze(-2), scalar_like(x, 0)).sum({-1});
   return r.transpose(a, -1);
 }
+namespace {
+// The maximum softmax-like functions subtract for range: it changes nothing, so no gradient needs to
+// flow through it. Detached only while some tensor requires a gradient: an inference graph then has
+// no DETACH for the scheduler to strip (a gradient taken without it is the same, with more work).
+Tensor shift_max(const Tensor& x, int64_t axis) {
+  Tensor m = x.max({axis}, true);
+  return any_requires_grad() ? m.detach() : m;
+}
+}  // namespace
+
 Tensor Tensor::softmax(int64_t axis) const {
   Tensor x = cast(require_float(*this));
-  Tensor e = (x - x.max({axis}, true).detach()).exp();  // the shift changes nothing: no gradient through it
+  Tensor e = (x - shift_max(x, axis)).exp();
   return e / e.sum({axis}, true);
 }
 Tensor Tensor::log_softmax(int64_t axis) const {
   Tensor x = cast(require_float(*this));
-  Tensor s = x - x.max({axis}, true).detach();
+  Tensor s = x - shift_max(x, axis);
   return s - s.exp().sum({axis}, true).log();
 }
 Tensor Tensor::logsumexp(int64_t axis, bool keepdim) const {
   Tensor x = cast(require_float(*this));
-  Tensor m = x.max({axis}, true).detach();
+  Tensor m = shift_max(x, axis);
   Tensor r = (x - m).exp().sum({axis}, true).log() + m;
   return keepdim ? r : r.squeeze(axis);
 }
