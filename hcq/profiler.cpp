@@ -7,21 +7,10 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/json_quote.h"
 
 namespace ugpu::hcq {
 namespace {
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += static_cast<char>(c);
-  }
-  return out + "\"";
-}
 std::string micros(int64_t ns) {  // Chrome traces count microseconds; keep nanosecond precision
   char buf[32];
   std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
@@ -50,11 +39,11 @@ std::string Profiler::chrome_trace() const {
     auto [it, fresh] = pid.emplace(e.device, static_cast<int>(pid.size()) + 1);
     std::string p = std::to_string(it->second);
     if (fresh) {
-      emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + p + ",\"args\":{\"name\":" + json_string(e.device) + "}}");
+      emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + p + ",\"args\":{\"name\":" + json_quote(e.device) + "}}");
       emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + p + ",\"tid\":0,\"args\":{\"name\":\"compute\"}}");
       emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + p + ",\"tid\":1,\"args\":{\"name\":\"copy\"}}");
     }
-    emit("{\"ph\":\"X\",\"name\":" + json_string(e.name) + ",\"cat\":\"" + (e.copy ? "copy" : "kernel") + "\",\"pid\":" + p + ",\"tid\":" +
+    emit("{\"ph\":\"X\",\"name\":" + json_quote(e.name) + ",\"cat\":\"" + (e.copy ? "copy" : "kernel") + "\",\"pid\":" + p + ",\"tid\":" +
          (e.copy ? "1" : "0") + ",\"ts\":" + micros(e.start_ns - origin) + ",\"dur\":" + micros(std::max<int64_t>(e.end_ns - e.start_ns, 0)) + "}");
   }
   return out + "\n]}\n";

@@ -3,12 +3,12 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "common/error.h"
+#include "common/json_quote.h"
 #include "llm/safetensors.h"
 
 namespace ugpu::llm {
@@ -25,23 +25,6 @@ struct Name {
 const Name kNames[] = {{dt::bool_, "BOOL"}, {dt::uint8, "U8"},      {dt::int8, "I8"},     {dt::int16, "I16"},       {dt::uint16, "U16"},
                        {dt::half, "F16"},   {dt::bfloat16, "BF16"}, {dt::int32, "I32"},   {dt::uint32, "U32"},      {dt::float32, "F32"},
                        {dt::int64, "I64"},  {dt::uint64, "U64"},    {dt::float64, "F64"}, {dt::fp8e4m3, "F8_E4M3"}, {dt::fp8e5m2, "F8_E5M2"}};
-
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      r += '\\';
-      r += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      r += b;
-    } else {
-      r += static_cast<char>(c);
-    }
-  }
-  return r + "\"";
-}
 
 std::string shape_json(const tensor::Shape& s) {
   std::string r = "[";
@@ -69,7 +52,7 @@ void save_safetensors(const std::string& path, const tensor::nn::Params& tensors
   uint64_t at = 0;
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
-    for (size_t i = 0; i < metadata.size(); ++i) header += (i ? "," : "") + json_string(metadata[i].first) + ":" + json_string(metadata[i].second);
+    for (size_t i = 0; i < metadata.size(); ++i) header += (i ? "," : "") + json_quote(metadata[i].first) + ":" + json_quote(metadata[i].second);
     header += "}";
   }
   for (const auto& [name, t] : tensors) {
@@ -78,7 +61,7 @@ void save_safetensors(const std::string& path, const tensor::nn::Params& tensors
     if (!seen.insert(name).second) throw Error("save_safetensors: the name '" + name + "' is given twice");
     data.push_back(t.to_bytes());
     uint64_t n = data.back().size();
-    header += std::string(header.size() > 1 ? "," : "") + json_string(name) + ":{\"dtype\":\"" + safetensors_dtype(t.dtype()) +
+    header += std::string(header.size() > 1 ? "," : "") + json_quote(name) + ":{\"dtype\":\"" + safetensors_dtype(t.dtype()) +
               "\",\"shape\":" + shape_json(t.shape()) + ",\"data_offsets\":[" + std::to_string(at) + "," + std::to_string(at + n) + "]}";
     at += n;
   }

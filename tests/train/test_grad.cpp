@@ -240,10 +240,9 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
     std::vector<Tensor> x = make_inputs(c, inputs.back(), "cpu", dt::float64);
     weights.push_back(loss_weights(c.f(x).shape(), k + 1));
     for (const char* d : dts) {
-      std::string job = "{\"kind\":\"grad\",\"name\":\"" + c.name + "." + d + "\",\"dtype\":\"" + d +
-                        "\",\"expr\":" + TorchRef::json_string(c.torch) + ",\"weight\":{\"file\":\"" +
-                        torch.write(c.name + ".w.bin", weights.back().v) + "\",\"shape\":" + TorchRef::json_shape(weights.back().shape) +
-                        "},\"inputs\":[";
+      std::string job = "{\"kind\":\"grad\",\"name\":\"" + c.name + "." + d + "\",\"dtype\":\"" + d + "\",\"expr\":" + json_quote(c.torch) +
+                        ",\"weight\":{\"file\":\"" + torch.write(c.name + ".w.bin", weights.back().v) +
+                        "\",\"shape\":" + TorchRef::json_shape(weights.back().shape) + "},\"inputs\":[";
       for (size_t i = 0; i < c.in.size(); ++i)
         job += std::string(i ? "," : "") + "{\"file\":\"" + torch.write(c.name + ".x" + std::to_string(i) + ".bin", inputs.back()[i].v) +
                "\",\"shape\":" + TorchRef::json_shape(c.in[i].shape) + ",\"index\":" + (c.in[i].index ? "true" : "false") +

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/json_quote.h"
 #include "llm/json.h"
 
 namespace ugpu::test {
@@ -86,14 +87,6 @@ class TorchRef {
     std::string r = "[";
     for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
     return r + "]";
-  }
-  static std::string json_string(const std::string& s) {
-    std::string r = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') r += '\\';
-      r += c;
-    }
-    return r + "\"";
   }
 
  private:
