@@ -16,6 +16,7 @@
 #include "codegen/opt/opt.h"
 #include "ir/text.h"
 #include "tests/hcq/device_suite.h"
+#include "tests/sampling.h"
 
 using namespace ugpu;
 using codegen::opt::Opt;
@@ -249,10 +250,10 @@ std::vector<std::vector<uint8_t>> inputs(const RandomKernel& k, std::mt19937_64&
 TEST_CASE("opt: random kernels give the same bits optimized as written, on every device") {
   std::vector<std::pair<std::string, std::unique_ptr<hcq::Device>>> devices;
   for (const char* name : {"cpu", "emu:amd", "emu:nv"}) devices.emplace_back(name, drivers::open_device(name));
-  const char* seed_env = std::getenv("UGPU_OPT_SEED");
   const char* count_env = std::getenv("UGPU_OPT_KERNELS");
-  uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10) : 21;
+  uint64_t seed = test::suite_seed("UGPU_OPT_SEED", 21);
   int count = count_env ? std::atoi(count_env) : 40;
+  MESSAGE("UGPU_OPT_SEED=" << seed << ", " << count << " kernels");
   Generator gen(seed);
   std::mt19937_64 rng(seed * 31 + 5);
   int optimized = 0;

@@ -10,8 +10,9 @@
 // IR leaves open is not compared: integer division by zero, oversize shifts (exec_alu's nullopt), the
 // bits of a NaN and the sign of a zero (codegen's nsz), which BITCAST and x / 0 would show.
 //
-// Seeded and bounded: UGPU_DIFF_SEED (default 1) picks the kernels, UGPU_DIFF_KERNELS (default 1500)
-// caps how many, UGPU_DIFF_SECONDS (default 90) stops earlier on a slow machine. A failure prints the
+// Seeded and bounded: UGPU_DIFF_SEED (else UGPU_TEST_SEED, else 1) picks the kernels, UGPU_DIFF_KERNELS
+// (default 1500; 400 under UGPU_TEST_SAMPLE, the sanitizer build's run) caps how many,
+// UGPU_DIFF_SECONDS (default 90; 30 sampled) stops earlier on a slow machine. A failure prints the
 // kernel's text, so `ugpu run FILE.uop --device D` can replay it.
 #include <doctest/doctest.h>
 
@@ -29,6 +30,7 @@
 #include "ir/dtype.h"
 #include "ir/text.h"
 #include "tests/hcq/device_suite.h"
+#include "tests/sampling.h"
 
 using namespace ugpu;
 using ir::DType;
@@ -355,8 +357,10 @@ bool same(const codegen::HostData& a, const codegen::HostData& b, size_t i) {
 }  // namespace
 
 TEST_CASE("differential: random kernels agree bit for bit with the IR's reference evaluation on every device") {
-  const uint64_t seed = static_cast<uint64_t>(env_int("UGPU_DIFF_SEED", 1));
-  const int64_t max_kernels = env_int("UGPU_DIFF_KERNELS", 1500), seconds = env_int("UGPU_DIFF_SECONDS", 90);
+  const uint64_t seed = test::suite_seed("UGPU_DIFF_SEED", 1);
+  const int64_t max_kernels = env_int("UGPU_DIFF_KERNELS", test::sample_size(1500, 400)),
+                seconds = env_int("UGPU_DIFF_SECONDS", test::sample_size(90, 30));
+  MESSAGE("UGPU_DIFF_SEED=" << seed << ", up to " << max_kernels << " kernels in " << seconds << " s");
   std::vector<std::pair<std::string, std::unique_ptr<hcq::Device>>> devices;
   for (const char* name : {"cpu", "emu:amd", "emu:amd:pci", "emu:amd:usb", "emu:nv", "emu:qcom"})
     devices.emplace_back(name, drivers::open_device(name));

@@ -16,6 +16,7 @@
 #include "llm/testmodel.h"
 #include "llm/tokenizer.h"
 #include "tests/llm/llama_cpp.h"
+#include "tests/sampling.h"
 #include "tests/tensor/host.h"
 
 namespace ugpu::test {
@@ -121,7 +122,11 @@ TEST_CASE("llama.cpp: logits and greedy tokens agree, per architecture and weigh
                         {"llama", "q4_k", quant},  {"llama", "q5_k", quant}, {"llama", "q6_k", quant}, {"llama", "q4_k_m", quant},
                         {"qwen2", "f32", f32},     {"qwen2", "q8_0", quant}, {"qwen3", "f32", f32},    {"qwen3", "q4_k_m", quant},
                         {"mistral", "q8_0", quant}};
-  for (const Case& cs : cases) {
+  // Under UGPU_TEST_SAMPLE (the sanitizer build) each case runs on one device, the devices in turn.
+  if (sampling())
+    MESSAGE("a sample: each case on one device, in turn from UGPU_TEST_SEED=" << suite_seed(nullptr, 1) << "; the release build runs every device");
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    const Case& cs = cases[ci];
     llm::TestModelSpec spec;
     spec.arch = cs.arch, spec.weights = cs.weights;
     spec.dim = 256, spec.ffn = 512, spec.heads = 4, spec.kv_heads = 2, spec.layers = 2, spec.vocab = 512, spec.context = 64;
@@ -138,7 +143,7 @@ TEST_CASE("llama.cpp: logits and greedy tokens agree, per architecture and weigh
       ref_logits.push_back(ref.eval(std::vector<int32_t>{ref_tokens.back()}));
       ref_tokens.push_back(argmax(ref_logits.back()));
     }
-    for (const std::string& dev : model_test_devices()) {
+    for (const std::string& dev : sample_devices(model_test_devices(), ci)) {
       INFO(std::string(cs.arch) << " " << std::string(cs.weights) << " on " << dev);
       llm::Model m = llm::Model::load(f, dev, 64);
       llm::Generator g(m);

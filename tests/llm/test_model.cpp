@@ -181,7 +181,9 @@ TEST_CASE("model: prefill and decode steps match the host reference, for each ar
     const char* arch;
     const char* weights;
   };
-  for (Case cs : {Case{"llama", "q8_0"}, Case{"qwen2", "q4_k_m"}, Case{"qwen3", "f16"}}) {
+  const Case cases[] = {{"llama", "q8_0"}, {"qwen2", "q4_k_m"}, {"qwen3", "f16"}};
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    const Case cs = cases[ci];
     llm::TestModelSpec spec;
     spec.arch = cs.arch, spec.weights = cs.weights;
     spec.dim = 256, spec.ffn = 256, spec.heads = 4, spec.kv_heads = 2, spec.layers = 2, spec.vocab = 384, spec.context = 64;
@@ -190,7 +192,7 @@ TEST_CASE("model: prefill and decode steps match the host reference, for each ar
     HostModel host(f);
     std::vector<int32_t> toks{1, 17, 200, 45, 3, 99, 250, 8};
     const size_t prompt = 5;
-    for (const std::string& dev : model_test_devices()) {
+    for (const std::string& dev : sample_devices(model_test_devices(), ci)) {  // one device each under UGPU_TEST_SAMPLE
       INFO(cs.arch << " " << cs.weights << " on " << dev);
       llm::Model m = llm::Model::load(f, dev, 16);
       std::vector<int32_t> p(toks.begin(), toks.begin() + prompt);
@@ -215,7 +217,7 @@ TEST_CASE("sampling on the device: greedy is the argmax; the Gumbel draw follows
   std::string path = temp_model(spec);
   llm::GgufFile f = llm::GgufFile::open(path);
   const std::vector<int32_t> prompt{1, 17, 200};
-  for (const std::string& dev : model_test_devices()) {
+  for (const std::string& dev : sample_devices(model_test_devices(), 0)) {  // one device under UGPU_TEST_SAMPLE
     INFO("device " << dev);
     llm::Model m = llm::Model::load(f, dev, 32);
     auto run = [&](double temperature, uint64_t seed) {

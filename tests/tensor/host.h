@@ -15,6 +15,7 @@
 #include "common/split.h"
 #include "drivers/devices.h"
 #include "tensor/tensor.h"
+#include "tests/sampling.h"
 
 namespace ugpu::test {
 using tensor::Shape;

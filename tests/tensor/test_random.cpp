@@ -151,8 +151,9 @@ class Program {
 };
 
 TEST_CASE("tensor: random programs agree with the host model on every device") {
-  uint64_t seed = std::getenv("UGPU_TENSOR_SEED") ? std::strtoull(std::getenv("UGPU_TENSOR_SEED"), nullptr, 10) : 1;
-  int programs = std::getenv("UGPU_TENSOR_PROGRAMS") ? std::atoi(std::getenv("UGPU_TENSOR_PROGRAMS")) : 40;
+  uint64_t seed = suite_seed("UGPU_TENSOR_SEED", 1);
+  int programs = std::getenv("UGPU_TENSOR_PROGRAMS") ? std::atoi(std::getenv("UGPU_TENSOR_PROGRAMS")) : int(sample_size(40, 10));
+  MESSAGE("UGPU_TENSOR_SEED=" << seed << ", " << programs << " programs per device");
   for (const std::string& dev : test_devices()) {
     for (int p = 0; p < programs; ++p) {
       Program prog(seed * 1000003 + static_cast<uint64_t>(p), dev);

@@ -266,7 +266,7 @@ TEST_CASE("gradients: every op against finite differences and PyTorch, on every 
           if (c.in[i].differentiated()) theirs[d].push_back(torch.read(job + ".g" + std::to_string(i) + ".bin", inputs[k][i].v.size()));
           else theirs[d].push_back({});
       }
-    for (const std::string& dev : train_test_devices()) {
+    for (const std::string& dev : sample_devices(train_test_devices(), k)) {  // one device each under UGPU_TEST_SAMPLE
       CAPTURE(dev);
       if (has_f64(dev)) {
         auto g = ugpu_grads(c, inputs[k], weights[k], dev, dt::float64);

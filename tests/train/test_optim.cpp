@@ -82,10 +82,11 @@ TEST_CASE("optimizers: ten steps against torch.optim, every schedule, on every d
     MESSAGE("the comparisons with torch.optim are skipped: " << TorchRef::reason());
     return;
   }
-  for (const OptCase& c : cases) {
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    const OptCase& c = cases[ci];
     CAPTURE(c.name);
     REQUIRE_MESSAGE(torch.error(c.name).empty(), torch.error(c.name));
-    for (const std::string& dev : train_test_devices()) {
+    for (const std::string& dev : sample_devices(train_test_devices(), ci)) {  // one device each under UGPU_TEST_SAMPLE
       CAPTURE(dev);
       std::vector<Tensor> params;
       for (const Host& h : init) params.push_back(upload(h, dev).set_requires_grad());
