@@ -306,6 +306,8 @@ bool lossless(DType from, DType to) {
 }
 
 bool int_x(M m) { return is_intlike(m["x"].dtype()); }
+// Signed integers only: a uint64 constant -1 is 2^64 - 1, so x // it is not -x, nor x % it 0.
+bool signed_x(M m) { return int_x(m) && !m["x"].dtype().is_unsigned(); }
 
 UOp fold_alu(M m) {
   const UOp& u = m.node();
@@ -340,11 +342,11 @@ std::vector<Rule> simple_rules() {
       Rule(
           UPat({Op::FLOORDIV, Op::CDIV}, {x, UPat::cnst(1)}), [](M m) { return m["x"]; }, "x//1"),
       Rule(
-          UPat({Op::FLOORDIV, Op::CDIV}, {x, UPat::cnst(-1)}), [](M m) { return int_x(m) ? -m["x"] : UOp(); }, "x//-1"),
+          UPat({Op::FLOORDIV, Op::CDIV}, {x, UPat::cnst(-1)}), [](M m) { return signed_x(m) ? -m["x"] : UOp(); }, "x//-1"),
       Rule(
           UPat({Op::FLOORMOD, Op::CMOD}, {x, UPat::cnst(1)}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x%1"),
       Rule(
-          UPat({Op::FLOORMOD, Op::CMOD}, {x, UPat::cnst(-1)}), [](M m) { return int_x(m) ? cnst(m["x"], 0) : UOp(); }, "x%-1"),
+          UPat({Op::FLOORMOD, Op::CMOD}, {x, UPat::cnst(-1)}), [](M m) { return signed_x(m) ? cnst(m["x"], 0) : UOp(); }, "x%-1"),
       Rule(
           UPat({Op::FLOORDIV, Op::CDIV}, {x, x}),
           [](M m) {

@@ -13,10 +13,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <numeric>
-#include <random>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ugpu::test {
@@ -37,31 +35,15 @@ inline bool sampling() {
 // `full` when the suite runs whole, `sampled` under UGPU_TEST_SAMPLE: a count of random cases.
 inline int64_t sample_size(int64_t full, int64_t sampled) { return sampling() ? std::min(full, sampled) : full; }
 
-// The indices (ascending) of the cases of a list of n that this run checks: all of them, or under
-// UGPU_TEST_SAMPLE `keep` of them drawn with the run's seed and the list's name, which it prints
-// with the seed so the same sample can be run again.
-inline std::vector<size_t> sample_cases(size_t n, size_t keep, const std::string& what) {
-  std::vector<size_t> all(n);
-  std::iota(all.begin(), all.end(), size_t{0});
-  if (!sampling() || keep >= n) return all;
-  uint64_t seed = suite_seed(nullptr, 1);
-  uint64_t h = 14695981039346656037ull;  // FNV-1a of the name: the same sample on every machine
-  for (char c : what) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  std::mt19937_64 rng(seed ^ h);
-  std::shuffle(all.begin(), all.end(), rng);
-  all.resize(keep);
-  std::sort(all.begin(), all.end());
-  std::ostringstream s;
-  for (size_t i : all) s << (&i == &all.front() ? "" : ", ") << i;
-  MESSAGE(what << ": a sample of " << keep << " of " << n << " cases (" << s.str() << ") with UGPU_TEST_SEED=" << seed
-               << "; the release build's run checks all of them");
-  return all;
-}
-
 // The devices case `i` of a list runs on: all of `devices`, or under UGPU_TEST_SAMPLE one of them, in
 // turn from a place the run's seed picks, so that every case runs and every device runs some of them.
+// The first call of a process says so, with the seed.
 inline std::vector<std::string> sample_devices(const std::vector<std::string>& devices, size_t i) {
   if (!sampling() || devices.size() <= 1) return devices;
+  static bool said = false;
+  if (!std::exchange(said, true))
+    MESSAGE("UGPU_TEST_SAMPLE: each case on one device, in turn from UGPU_TEST_SEED=" << suite_seed(nullptr, 1)
+                                                                                      << "; the release build runs every case on every device");
   return {devices[(suite_seed(nullptr, 1) + i) % devices.size()]};
 }
 

@@ -24,6 +24,11 @@ TEST_CASE("symbolic: constant folding follows each dtype") {
   CHECK(simp("CMOD(-7, 2)") == "-1");
   CHECK(simp("CDIV(-7:int8, 2)") == "-3:int8");
   CHECK(simp("-128:int8 // -1") == "-128:int8");  // wraps, as the hardware does
+  // A uint64 -1 is 2^64 - 1: dividing by it gives 0 or 1 and the remainder is the value (found by the
+  // differential test, seed 424242, kernel 907), not -x and 0 as for a signed -1.
+  const std::string u = "u = DEFINE_VAR:uint64 {\"u\", 0, 1000}\n";
+  CHECK(simp(u + "CMOD(u, 18446744073709551615:uint64)") == "CMOD(u, 18446744073709551615)");
+  CHECK(simp(u + "CDIV(u, 18446744073709551615:uint64)") == "CDIV(u, 18446744073709551615)");
   CHECK(simp("1 << 4") == "16");
   CHECK(simp("-16:int32 >> 2") == "-4:int32");
   CHECK(simp("4294967280:uint32 >> 2") == "1073741820:uint32");

@@ -123,8 +123,6 @@ TEST_CASE("llama.cpp: logits and greedy tokens agree, per architecture and weigh
                         {"qwen2", "f32", f32},     {"qwen2", "q8_0", quant}, {"qwen3", "f32", f32},    {"qwen3", "q4_k_m", quant},
                         {"mistral", "q8_0", quant}};
   // Under UGPU_TEST_SAMPLE (the sanitizer build) each case runs on one device, the devices in turn.
-  if (sampling())
-    MESSAGE("a sample: each case on one device, in turn from UGPU_TEST_SEED=" << suite_seed(nullptr, 1) << "; the release build runs every device");
   for (size_t ci = 0; ci < std::size(cases); ++ci) {
     const Case& cs = cases[ci];
     llm::TestModelSpec spec;
