@@ -120,9 +120,7 @@ TEST_CASE("kernel suite: half to integer casts: NaN gives 0, out of range satura
                       "SINK(END(STORE(INDEX:" + t + "*(out, " + idx + "), CAST:" + t + "(LOAD:half(INDEX:half*(x, " + idx + ")))), i" +
                       (vector ? ", u" : "") + "))\n");
       Buf O = Buf::zeros<int64_t>(n), X = Buf::of(bits);
-      std::vector<uint64_t> args{reinterpret_cast<uint64_t>(O.bytes.data()), reinterpret_cast<uint64_t>(X.bytes.data())};
-      auto ck = codegen::compile(k, x86());
-      codegen::HostFunction::load(ck->binary, ck->kernel.name)(args.data());
+      run_x86(k, {&O, &X});
       for (size_t e = 0; e < n; ++e) {
         CAPTURE(values[e]);
         int64_t got = 0;
